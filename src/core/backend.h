@@ -1,0 +1,29 @@
+// Internal: what each backend provides to the C ABI dispatcher (api.cpp).
+#pragma once
+
+#include <string>
+
+#include "samebits/samebits.h"
+
+namespace samebits {
+
+// Records the message returned by sb_last_error() on this thread and returns
+// `status`, so a backend can write `return fail(SB_INVALID_ARGUMENT, ...)`.
+sb_status fail(sb_status status, const std::string& message);
+
+namespace cpu {
+sb_status attention_forward(const sb_attention_params& p);
+sb_status attention_backward(const sb_attention_params& p);
+sb_status kvcache_append(const sb_kvcache_append_params& p);
+void set_num_threads(int num_threads);
+}  // namespace cpu
+
+namespace cuda {
+// Defined in src/cuda/launch.cu when CUDA is built, else by api.cpp.
+sb_status attention_forward(const sb_attention_params& p);
+sb_status attention_backward(const sb_attention_params& p);
+sb_status kvcache_append(const sb_kvcache_append_params& p);
+int supported(int device_index);
+}  // namespace cuda
+
+}  // namespace samebits

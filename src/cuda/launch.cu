@@ -1,0 +1,31 @@
+// CUDA entry points of the C ABI. Each kernel family's launcher lives beside
+// its kernel; this file routes to them and answers for the ones not yet
+// written with SB_UNSUPPORTED and a message naming the missing kernel.
+#include <cuda_runtime.h>
+
+#include "core/backend.h"
+
+namespace samebits::cuda {
+
+int supported(int device_index) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess || device_index < 0 || device_index >= count) {
+    cudaGetLastError();  // clear the sticky "no device" error
+    return 0;
+  }
+  cudaDeviceProp prop;
+  if (cudaGetDeviceProperties(&prop, device_index) != cudaSuccess) return 0;
+  return prop.major == 9 && prop.minor == 0;
+}
+
+sb_status attention_forward(const sb_attention_params&) {
+  return fail(SB_UNSUPPORTED, "the sm90 attention forward kernel is not built yet");
+}
+sb_status attention_backward(const sb_attention_params&) {
+  return fail(SB_UNSUPPORTED, "the sm90 attention backward kernel is not built yet");
+}
+sb_status kvcache_append(const sb_kvcache_append_params&) {
+  return fail(SB_UNSUPPORTED, "the CUDA KV-cache append kernel is not built yet");
+}
+
+}  // namespace samebits::cuda
