@@ -1,0 +1,113 @@
+// CPU backend thread pool (see thread_pool.h).
+#include "cpu/thread_pool.h"
+
+#include <unistd.h>
+
+#include "core/backend.h"
+
+namespace samebits::cpu {
+
+ThreadPool& ThreadPool::get() {
+  static ThreadPool* pool = new ThreadPool();  // intentionally leaked
+  return *pool;
+}
+
+void ThreadPool::start(int n) {
+  if (n <= 0) n = int(std::thread::hardware_concurrency());
+  if (n <= 0) n = 1;
+  stopping_ = false;
+  owner_pid_ = long(getpid());
+  for (int i = 1; i < n; ++i) workers_.push_back(new std::thread([this] { worker_loop(); }));
+  started_ = true;
+}
+
+void ThreadPool::stop() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  work_cv_.notify_all();
+  for (std::thread* t : workers_) {
+    t->join();
+    delete t;
+  }
+  workers_.clear();
+  stopping_ = false;
+}
+
+void ThreadPool::set_num_threads(int n) {
+  std::lock_guard<std::mutex> call(call_mu_);
+  if (started_ && owner_pid_ == long(getpid())) stop();
+  workers_.clear();  // after a fork the parent's threads do not exist here
+  start(n);
+}
+
+int ThreadPool::num_threads() {
+  std::lock_guard<std::mutex> call(call_mu_);
+  if (!started_) start(0);
+  return int(workers_.size()) + 1;
+}
+
+void ThreadPool::run_items() {
+  for (int64_t i = next_.fetch_add(1); i < job_n_; i = next_.fetch_add(1)) {
+    try {
+      (*job_)(i);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!error_) error_ = std::current_exception();
+      next_.store(job_n_);  // abandon the remaining items
+    }
+  }
+}
+
+void ThreadPool::worker_loop() {
+  uint64_t seen = 0;
+  for (;;) {
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      work_cv_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+      if (stopping_) return;
+      seen = generation_;
+    }
+    run_items();
+    std::lock_guard<std::mutex> lock(mu_);
+    if (--busy_ == 0) done_cv_.notify_one();
+  }
+}
+
+void ThreadPool::parallel_for(int64_t n, const std::function<void(int64_t)>& fn) {
+  if (n <= 0) return;
+  std::lock_guard<std::mutex> call(call_mu_);
+  if (!started_ || owner_pid_ != long(getpid())) {
+    workers_.clear();  // a forked child: the parent's workers are gone
+    start(0);
+  }
+  if (workers_.empty() || n == 1) {
+    for (int64_t i = 0; i < n; ++i) fn(i);
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    job_ = &fn;
+    job_n_ = n;
+    next_.store(0);
+    busy_ = int(workers_.size());
+    error_ = nullptr;
+    ++generation_;
+  }
+  work_cv_.notify_all();
+  run_items();  // the calling thread works too
+  std::exception_ptr error;
+  {
+    std::unique_lock<std::mutex> lock(mu_);
+    done_cv_.wait(lock, [&] { return busy_ == 0; });
+    job_ = nullptr;
+    error = error_;
+    error_ = nullptr;
+  }
+  if (error) std::rethrow_exception(error);
+}
+
+void set_num_threads(int num_threads) { ThreadPool::get().set_num_threads(num_threads); }
+
+}  // namespace samebits::cpu
