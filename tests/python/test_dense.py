@@ -1,0 +1,247 @@
+"""Dense ops on the CPU backend: accuracy, row invariance, determinism, the
+batch-invariant mode (eager and torch.compile) and a negative control.
+
+The GPU counterpart of these checks is bench/bench_dense.py (run on a device
+machine; results in docs/benchmarks_dense.md)."""
+
+from __future__ import annotations
+
+import hashlib
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from samebits import dense as D
+from samebits import mode as Mode
+
+DTYPES = [torch.float32, torch.bfloat16, torch.float16]
+BUCKETS = [1, 2, 7, 64, 513, 4096]
+
+
+def _rel(x, ref):
+    return ((x.double() - ref).norm() / ref.norm().clamp_min(1e-300)).item()
+
+
+def _hash(*ts):
+    m = hashlib.sha256()
+    for t in ts:
+        m.update(t.detach().contiguous().view(torch.uint8).numpy().tobytes())
+    return m.hexdigest()
+
+
+def _bound(torch_err: float, dtype) -> float:
+    # samebits accumulates in fp32 like torch; allow 2x torch's own error at
+    # this precision, plus a floor for results torch happens to round exactly.
+    floor = {torch.float32: 1e-6, torch.float16: 1e-4, torch.bfloat16: 1e-3}[dtype]
+    return 2.0 * torch_err + floor
+
+
+# --------------------------------------------------------------- accuracy
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("layout", ["nk", "kn"])
+def test_gemm_accuracy(dtype, layout):
+    g = torch.Generator().manual_seed(0)
+    a = torch.randn(33, 200, generator=g).to(dtype)
+    w = (torch.randn(70, 200, generator=g) / 14).to(dtype)
+    bias = torch.randn(70, generator=g).to(dtype)
+    ref = a.double() @ w.double().T + bias.double()
+    out = D.linear(a, w, bias) if layout == "nk" else D.addmm(bias, a, w.t().contiguous())
+    assert out.dtype == dtype and out.shape == (33, 70)
+    assert _rel(out, ref) <= _bound(_rel(F.linear(a, w, bias), ref), dtype)
+
+
+def test_gemm_batched_and_alpha_beta():
+    g = torch.Generator().manual_seed(1)
+    a, b = torch.randn(3, 5, 40, generator=g), torch.randn(3, 40, 9, generator=g)
+    assert _rel(D.matmul(a, b), a.double() @ b.double()) < 1e-6
+    c, m1, m2 = torch.randn(5, 9, generator=g), a[0], b[0]
+    ref = 0.5 * c.double() + 2.0 * (m1.double() @ m2.double())
+    assert _rel(D.addmm(c, m1, m2, beta=0.5, alpha=2.0), ref) < 1e-6
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_rowops_accuracy(dtype):
+    g = torch.Generator().manual_seed(2)
+    x = (torch.randn(64, 300, generator=g) * 3).to(dtype)
+    w = torch.randn(300, generator=g).to(dtype)
+    xd = x.double()
+    cases = [
+        (D.rms_norm(x, w, 1e-6), F.rms_norm(x, (300,), w, 1e-6),
+         xd * torch.rsqrt(xd.pow(2).mean(-1, keepdim=True) + 1e-6) * w.double()),
+        (D.softmax(x), x.softmax(-1), xd.softmax(-1)),
+        (D.log_softmax(x), x.log_softmax(-1), xd.log_softmax(-1)),
+        (D.sum(x), x.sum(-1), xd.sum(-1)),
+        (D.mean(x, dtype=torch.float32), x.mean(-1, dtype=torch.float32), xd.mean(-1)),
+    ]
+    for ours, theirs, ref in cases:
+        assert ours.dtype == theirs.dtype
+        assert _rel(ours, ref) <= _bound(_rel(theirs, ref), dtype)
+
+
+def test_backward_matches_autograd_reference():
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(17, 50, generator=g, dtype=torch.float64).float().requires_grad_()
+    w = torch.randn(50, generator=g).requires_grad_()
+    r = torch.randn(17, 50, generator=g).requires_grad_()
+    dy = torch.randn(17, 50, generator=g)
+    w2 = torch.randn(50, 50, generator=g).requires_grad_()
+    for ours, theirs, inputs in (
+        (lambda: D.rms_norm(x, w, 1e-5), lambda: F.rms_norm(x, (50,), w, 1e-5), (x, w)),
+        (lambda: D.add_rms_norm(x, r, w, 1e-5)[0], lambda: F.rms_norm(x + r, (50,), w, 1e-5), (x, r, w)),
+        (lambda: D.softmax(x), lambda: x.softmax(-1), (x,)),
+        (lambda: D.log_softmax(x), lambda: x.log_softmax(-1), (x,)),
+        (lambda: D.linear(x, w2, w), lambda: F.linear(x, w2, w), (x, w2, w)),
+        (lambda: D.mean(x, 0).unsqueeze(0).expand(17, 50), lambda: x.mean(0).expand(17, 50), (x,)),
+    ):
+        go = torch.autograd.grad(ours(), inputs, dy)
+        gt = torch.autograd.grad(theirs(), inputs, dy)
+        for a, b in zip(go, gt):
+            assert _rel(a, b.double()) < 1e-5
+
+
+# --------------------------------------------------------------- invariance
+def _row_ops(K=64, N=48):
+    g = torch.Generator().manual_seed(4)
+    w = (torch.randn(N, K, generator=g) / 8).to(torch.bfloat16)
+    b = torch.randn(N, generator=g).to(torch.bfloat16)
+    rw = torch.randn(K, generator=g).to(torch.bfloat16)
+    return {
+        "linear": lambda x: D.linear(x, w, b),
+        "mm_kn": lambda x: D.matmul(x, w.t().contiguous()),
+        "rms_norm": lambda x: D.rms_norm(x, rw, 1e-6),
+        "add_rms_norm": lambda x: D.add_rms_norm(x, x.flip(-1), rw, 1e-6)[0],
+        "softmax": D.softmax,
+        "log_softmax": D.log_softmax,
+        "sum": D.sum,
+        "mean": lambda x: D.mean(x, dtype=torch.float32),
+    }
+
+
+@pytest.mark.parametrize("name", list(_row_ops().keys()))
+def test_row_invariance_bitwise(name):
+    fn = _row_ops()[name]
+    g = torch.Generator().manual_seed(5)
+    x = (torch.randn(max(BUCKETS) + 3, 64, generator=g) * 2).to(torch.bfloat16)
+    full = fn(x)
+    for M in BUCKETS:
+        for off in (0, 3):
+            assert torch.equal(fn(x[off:off + M]), full[off:off + M]), (name, M, off)
+
+
+def test_rmsnorm_backward_dx_row_invariant_and_dw_deterministic():
+    g = torch.Generator().manual_seed(6)
+    x = torch.randn(600, 40, generator=g)
+    w = torch.randn(40, generator=g)
+    dy = torch.randn(600, 40, generator=g)
+
+    def grads(xs, dys):
+        xs = xs.clone().requires_grad_()
+        ws = w.clone().requires_grad_()
+        return torch.autograd.grad(D.rms_norm(xs, ws, 1e-6), (xs, ws), dys)
+
+    dx_full, _ = grads(x, dy)
+    for M in (1, 7, 64, 513):
+        assert torch.equal(grads(x[:M], dy[:M])[0], dx_full[:M])
+    assert len({_hash(*grads(x, dy)) for _ in range(10)}) == 1
+
+
+def test_runs_give_one_hash_and_threads_do_not_matter():
+    ops = _row_ops()
+    g = torch.Generator().manual_seed(7)
+    x = torch.randn(300, 64, generator=g).to(torch.bfloat16)
+    ref = _hash(*(fn(x) for fn in ops.values()))
+    hashes = set()
+    for i in range(10):
+        torch.set_num_threads(1 + i % 2)  # torch threads only; samebits' own split is by rows
+        hashes.add(_hash(*(fn(x) for fn in ops.values())))
+    assert hashes == {ref}
+
+
+def test_negative_control_detects_a_batch_variant_reduction():
+    # A reduction whose order follows the batch: each row summed in chunks of
+    # M (a split count that depends on the batch). The check must fail on it.
+    g = torch.Generator().manual_seed(8)
+    x = torch.randn(64, 4099, generator=g)
+
+    def variant_sum(t):
+        chunks = max(1, t.shape[0])
+        return torch.stack([c.sum(-1) for c in t.tensor_split(chunks, dim=-1)], -1).sum(-1)
+
+    full = variant_sum(x)
+    assert not all(torch.equal(variant_sum(x[:M]), full[:M]) for M in (1, 7, 64))
+    ours_full = D.sum(x)
+    assert all(torch.equal(D.sum(x[:M]), ours_full[:M]) for M in (1, 7, 64))
+
+
+# --------------------------------------------------------------- the mode
+class _Tiny(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.n = torch.nn.RMSNorm(32)
+        self.up = torch.nn.Linear(32, 64)
+        self.down = torch.nn.Linear(64, 32, bias=False)
+
+    def forward(self, x):
+        h = x + self.down(torch.relu(self.up(self.n(x))))  # relu: exact in eager and Inductor
+        s = torch.bmm(h, h.transpose(1, 2))
+        a = torch.bmm(torch.softmax(s, -1), h)
+        return torch.log_softmax(self.up(a), -1).mean(-1, keepdim=True) + torch.sum(a, dim=-1, keepdim=True)
+
+
+def test_mode_routes_listed_ops_and_leaves_others():
+    a, b = torch.randn(5, 8, requires_grad=True), torch.randn(8, 3)
+    with Mode.set_batch_invariant_mode(devices=("cpu",)):
+        assert Mode.is_batch_invariant_mode_enabled()
+        assert "samebits" in type(torch.mm(a, b).grad_fn).__name__
+        assert "samebits" in type(torch.softmax(a, -1).grad_fn).__name__
+        assert "samebits" in type(a.sum(-1).grad_fn).__name__
+        assert "samebits" in type(F.rms_norm(a, (8,)).grad_fn).__name__
+        assert "samebits" not in type(torch.exp(a).grad_fn).__name__
+        # not routed, no gradient needed: PyTorch's kernel
+        assert torch.arange(10).sum(0).item() == 45
+        assert torch.ones(2, 2, dtype=torch.float64).mm(torch.ones(2, 2, dtype=torch.float64)).sum() == 8
+        # not routed but a gradient is needed: a clear error, never a silent fallback
+        with pytest.raises(NotImplementedError, match="batch-invariant mode"):
+            torch.ones(2, 2, dtype=torch.float64, requires_grad=True).mm(torch.ones(2, 2, dtype=torch.float64))
+        with torch.inference_mode():  # autograd keys skipped: the backend key still routes
+            assert torch.equal(torch.mm(a.detach(), b), D.matmul(a.detach(), b))
+    assert not Mode.is_batch_invariant_mode_enabled()
+    assert "Mm" in type(torch.mm(a, b).grad_fn).__name__
+
+
+def test_mode_model_invariant_eager_and_compiled():
+    torch.manual_seed(0)
+    model = _Tiny()
+    x = torch.randn(16, 12, 32)
+    with Mode.set_batch_invariant_mode(devices=("cpu",)):
+        full = model(x)
+        for M in (1, 2, 7):
+            assert torch.equal(model(x[:M]), full[:M])
+        torch._dynamo.reset()
+        compiled = torch.compile(model, backend="inductor")
+        assert torch.equal(compiled(x), full)
+        xs = x.clone().requires_grad_()
+        gx = torch.autograd.grad(compiled(xs).sum(), xs)[0]
+        gx_eager = torch.autograd.grad(model(xs).sum(), xs)[0]
+        assert torch.equal(gx, gx_eager)
+    torch._dynamo.reset()
+
+
+def test_mode_context_restores_previous_state():
+    Mode.enable_batch_invariant_mode(devices=("cpu",))
+    try:
+        with Mode.set_batch_invariant_mode(False):
+            assert not Mode.is_batch_invariant_mode_enabled()
+        assert Mode.is_batch_invariant_mode_enabled()
+    finally:
+        Mode.disable_batch_invariant_mode()
+    with pytest.raises(ValueError):
+        Mode.enable_batch_invariant_mode(devices=("xpu",))
+
+
+def test_clear_errors():
+    with pytest.raises(TypeError, match="float32, float16 or bfloat16"):
+        D.softmax(torch.ones(3, dtype=torch.float64))
+    with pytest.raises(ValueError, match="do not match"):
+        D.matmul(torch.ones(2, 3), torch.ones(4, 2))
