@@ -1,0 +1,287 @@
+"""samebits attention as torch.library custom ops.
+
+    samebits::attn_fwd      (q, k, v, cu_seqlens_q?, cu_seqlens_k?, ...) -> (out, lse)
+    samebits::attn_bwd      (dout, q, k, v, out, lse, ...)               -> (dq, dk, dv)
+    samebits::attn_kvcache  (q, k_cache!, v_cache!, k_new?, v_new?, ...) -> (out, lse)
+
+Each op has a fake implementation (shapes only) so torch.compile traces it
+without running it, and attn_fwd has an autograd formula through attn_bwd.
+Layouts: dense q/out (B, Lq, H, D), k/v (B, Lk, Hk, D), lse fp32 (B, H, Lq);
+varlen q/out (total_q, H, D), k/v (total_k, Hk, D), lse fp32 (H, total_q).
+Inputs are passed with their real strides (the last dim must have stride 1);
+outputs are allocated contiguous. The one copy made here: attn_bwd copies
+dout when its last-dim stride is not 1 (autograd may hand such a gradient).
+The lse output is not differentiable (gradients flow through out only).
+max_seqlen_q/max_seqlen_k are accepted for interface compatibility and
+ignored: no result may depend on them (docs/numerics.md).
+"""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Optional
+
+import torch
+from torch import Tensor
+
+from . import _lib
+from . import _validate as V
+
+_DTYPE = {torch.float32: _lib.SB_F32, torch.float16: _lib.SB_F16, torch.bfloat16: _lib.SB_BF16}
+
+
+def _view4(t: Optional[Tensor]) -> _lib.SbView:
+    """(batch|pages, row, head, dim) tensor; a 3-D tensor is packed (row, head, dim)."""
+    if t is None:
+        return _lib.SbView()
+    s = t.stride()
+    if t.dim() == 3:
+        return _lib.SbView(t.data_ptr(), 0, s[0], s[1])
+    return _lib.SbView(t.data_ptr(), s[0], s[1], s[2])
+
+
+def _view_lse(t: Tensor) -> _lib.SbView:
+    s = t.stride()
+    if t.dim() == 2:  # varlen (H, total_q)
+        return _lib.SbView(t.data_ptr(), 0, s[1], s[0])
+    return _lib.SbView(t.data_ptr(), s[0], s[2], s[1])  # (B, H, Lq)
+
+
+def _ptr(t: Optional[Tensor]):
+    return None if t is None else t.data_ptr()
+
+
+def _device_and_stream(t: Tensor):
+    if t.device.type == "cuda":
+        return _lib.SB_CUDA, torch.cuda.current_stream(t.device).cuda_stream
+    return _lib.SB_CPU, None
+
+
+class _DeviceGuard:
+    def __init__(self, device: torch.device):
+        self._guard = torch.cuda.device(device) if device.type == "cuda" else None
+
+    def __enter__(self):
+        if self._guard is not None:
+            self._guard.__enter__()
+
+    def __exit__(self, *exc):
+        if self._guard is not None:
+            self._guard.__exit__(*exc)
+
+
+def _base_params(q: Tensor, k: Tensor, v: Tensor, cu_q, cu_k, scale, softcap, wl, wr) -> _lib.SbAttentionParams:
+    device, stream = _device_and_stream(q)
+    p = _lib.SbAttentionParams()
+    p.dtype = _DTYPE[q.dtype]
+    p.device = device
+    p.stream = stream
+    if cu_q is not None:
+        p.batch = cu_q.shape[0] - 1
+        p.seqlen_q = p.seqlen_k = 0  # ignored by the library for varlen
+    else:
+        p.batch, p.seqlen_q, p.seqlen_k = q.shape[0], q.shape[1], k.shape[1]
+    p.num_heads, p.num_heads_k, p.head_dim = q.shape[-2], k.shape[-2], q.shape[-1]
+    p.cu_seqlens_q, p.cu_seqlens_k = _ptr(cu_q), _ptr(cu_k)
+    p.softmax_scale, p.softcap = scale, softcap
+    p.window_left, p.window_right = wl, wr
+    p.q, p.k, p.v = _view4(q), _view4(k), _view4(v)
+    return p
+
+
+def _check_fwd(q, k, v, cu_q, cu_k, scale, softcap, wl, wr) -> bool:
+    varlen = cu_q is not None or cu_k is not None
+    if varlen and (cu_q is None or cu_k is None):
+        V._fail("cu_seqlens_k" if cu_k is None else "cu_seqlens_q", "cu_seqlens_q and cu_seqlens_k together", None)
+    V.check_qkv(q, k, v, varlen=varlen)
+    if varlen:
+        V.check_cu_seqlens(cu_q, cu_k, q.device)
+    V.check_options(scale, softcap, wl, wr)
+    return varlen
+
+
+def _lse_shape(q: Tensor, varlen: bool):
+    return (q.shape[1], q.shape[0]) if varlen else (q.shape[0], q.shape[2], q.shape[1])
+
+
+# --- forward ---------------------------------------------------------------
+
+
+@torch.library.custom_op("samebits::attn_fwd", mutates_args=())
+def attn_fwd(
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    cu_seqlens_q: Optional[Tensor],
+    cu_seqlens_k: Optional[Tensor],
+    max_seqlen_q: int,
+    max_seqlen_k: int,
+    softmax_scale: float,
+    softcap: float,
+    window_left: int,
+    window_right: int,
+) -> tuple[Tensor, Tensor]:
+    varlen = _check_fwd(q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale, softcap, window_left, window_right)
+    if varlen and V.values_checkable(q.device):
+        V.check_cu_seqlens_values("cu_seqlens_q", cu_seqlens_q, q.shape[0], "q")
+        V.check_cu_seqlens_values("cu_seqlens_k", cu_seqlens_k, k.shape[0], "k")
+    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    lse = torch.empty(_lse_shape(q, varlen), dtype=torch.float32, device=q.device)
+    if out.numel() == 0:
+        return out, lse
+    if k.shape[-3] == 0:  # no keys at all: every row is empty (numerics.md, Output)
+        out.zero_()
+        lse.fill_(float("inf"))
+        return out, lse
+    p = _base_params(q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale, softcap, window_left, window_right)
+    p.out, p.lse = _view4(out), _view_lse(lse)
+    with _DeviceGuard(q.device):
+        _lib.check(_lib.lib().sb_attention_forward(ctypes.byref(p)), "attention forward")
+    return out, lse
+
+
+@attn_fwd.register_fake
+def _(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, softmax_scale, softcap, window_left, window_right):
+    varlen = _check_fwd(q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale, softcap, window_left, window_right)
+    return q.new_empty(q.shape), q.new_empty(_lse_shape(q, varlen), dtype=torch.float32)
+
+
+# --- backward --------------------------------------------------------------
+
+
+@torch.library.custom_op("samebits::attn_bwd", mutates_args=())
+def attn_bwd(
+    dout: Tensor,
+    q: Tensor,
+    k: Tensor,
+    v: Tensor,
+    out: Tensor,
+    lse: Tensor,
+    cu_seqlens_q: Optional[Tensor],
+    cu_seqlens_k: Optional[Tensor],
+    max_seqlen_q: int,
+    max_seqlen_k: int,
+    softmax_scale: float,
+    softcap: float,
+    window_left: int,
+    window_right: int,
+) -> tuple[Tensor, Tensor, Tensor]:
+    varlen = _check_fwd(q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale, softcap, window_left, window_right)
+    V.check_backward(dout, out, lse, _lse_shape(q, varlen))
+    if varlen and V.values_checkable(q.device):
+        V.check_cu_seqlens_values("cu_seqlens_q", cu_seqlens_q, q.shape[0], "q")
+        V.check_cu_seqlens_values("cu_seqlens_k", cu_seqlens_k, k.shape[0], "k")
+    if dout.stride(-1) != 1:
+        dout = dout.contiguous()
+    # Zero-initialised so that keys or rows no sequence reaches read as 0.
+    dq = torch.zeros(q.shape, dtype=q.dtype, device=q.device)
+    dk = torch.zeros(k.shape, dtype=k.dtype, device=k.device)
+    dv = torch.zeros(v.shape, dtype=v.dtype, device=v.device)
+    if q.numel() == 0 or k.numel() == 0:
+        return dq, dk, dv
+    p = _base_params(q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale, softcap, window_left, window_right)
+    p.out, p.lse = _view4(out), _view_lse(lse)
+    p.dout, p.dq, p.dk, p.dv = _view4(dout), _view4(dq), _view4(dk), _view4(dv)
+    with _DeviceGuard(q.device):
+        _lib.check(_lib.lib().sb_attention_backward(ctypes.byref(p)), "attention backward")
+    return dq, dk, dv
+
+
+@attn_bwd.register_fake
+def _(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, softmax_scale, softcap,
+      window_left, window_right):
+    varlen = _check_fwd(q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale, softcap, window_left, window_right)
+    V.check_backward(dout, out, lse, _lse_shape(q, varlen))
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+
+def _fwd_setup_context(ctx, inputs, output):
+    q, k, v, cu_q, cu_k, max_q, max_k, scale, softcap, wl, wr = inputs
+    out, lse = output
+    ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k)
+    ctx.args = (max_q, max_k, scale, softcap, wl, wr)
+    ctx.mark_non_differentiable(lse)
+
+
+def _fwd_backward(ctx, dout, dlse):
+    q, k, v, out, lse, cu_q, cu_k = ctx.saved_tensors
+    dq, dk, dv = torch.ops.samebits.attn_bwd(dout, q, k, v, out, lse, cu_q, cu_k, *ctx.args)
+    return dq, dk, dv, None, None, None, None, None, None, None, None
+
+
+attn_fwd.register_autograd(_fwd_backward, setup_context=_fwd_setup_context)
+
+
+# --- KV cache ----------------------------------------------------------------
+
+
+@torch.library.custom_op("samebits::attn_kvcache", mutates_args=("k_cache", "v_cache"))
+def attn_kvcache(
+    q: Tensor,
+    k_cache: Tensor,
+    v_cache: Tensor,
+    k_new: Optional[Tensor],
+    v_new: Optional[Tensor],
+    cache_seqlens: Tensor,
+    block_table: Optional[Tensor],
+    softmax_scale: float,
+    softcap: float,
+    window_left: int,
+    window_right: int,
+) -> tuple[Tensor, Tensor]:
+    V.check_kvcache(q, k_cache, v_cache, k_new, v_new, cache_seqlens, block_table)
+    V.check_options(softmax_scale, softcap, window_left, window_right)
+    seqlen_new = 0 if k_new is None else k_new.shape[1]
+    if V.values_checkable(q.device):
+        V.check_kvcache_values(k_cache, cache_seqlens, block_table, seqlen_new)
+    batch, seqlen_q, num_heads, head_dim = q.shape
+    out = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+    lse = torch.empty((batch, num_heads, seqlen_q), dtype=torch.float32, device=q.device)
+    if batch == 0:
+        return out, lse
+    device, stream = _device_and_stream(q)
+    paged = block_table is not None
+    page_size = k_cache.shape[1] if paged else 0
+    bt_stride = block_table.stride(0) if paged else 0
+    with _DeviceGuard(q.device):
+        if seqlen_new > 0:
+            a = _lib.SbKvcacheAppendParams()
+            a.dtype, a.device, a.stream = _DTYPE[q.dtype], device, stream
+            a.batch, a.seqlen_new, a.num_heads_k, a.head_dim = batch, seqlen_new, k_cache.shape[2], head_dim
+            a.cache_seqlens, a.block_table = _ptr(cache_seqlens), _ptr(block_table)
+            a.block_table_batch_stride, a.page_size = bt_stride, page_size
+            a.k_new, a.v_new, a.k_cache, a.v_cache = _view4(k_new), _view4(v_new), _view4(k_cache), _view4(v_cache)
+            _lib.check(_lib.lib().sb_kvcache_append(ctypes.byref(a)), "kvcache append")
+        if seqlen_q == 0:
+            return out, lse
+        seqused_k = cache_seqlens + seqlen_new if seqlen_new else cache_seqlens
+        p = _lib.SbAttentionParams()
+        p.dtype, p.device, p.stream = _DTYPE[q.dtype], device, stream
+        p.batch, p.num_heads, p.num_heads_k, p.head_dim = batch, num_heads, k_cache.shape[2], head_dim
+        p.seqlen_q, p.seqlen_k = seqlen_q, V.kvcache_capacity(k_cache, block_table)
+        p.seqused_k, p.block_table = _ptr(seqused_k), _ptr(block_table)
+        p.block_table_batch_stride, p.page_size = bt_stride, page_size
+        p.softmax_scale, p.softcap = softmax_scale, softcap
+        p.window_left, p.window_right = window_left, window_right
+        p.q, p.k, p.v = _view4(q), _view4(k_cache), _view4(v_cache)
+        p.out, p.lse = _view4(out), _view_lse(lse)
+        _lib.check(_lib.lib().sb_attention_forward(ctypes.byref(p)), "attention with KV cache")
+    return out, lse
+
+
+@attn_kvcache.register_fake
+def _(q, k_cache, v_cache, k_new, v_new, cache_seqlens, block_table, softmax_scale, softcap, window_left,
+      window_right):
+    V.check_kvcache(q, k_cache, v_cache, k_new, v_new, cache_seqlens, block_table)
+    V.check_options(softmax_scale, softcap, window_left, window_right)
+    b, lq, h, _ = q.shape
+    return q.new_empty(q.shape), q.new_empty((b, h, lq), dtype=torch.float32)
+
+
+def set_num_threads(num_threads: int) -> None:
+    """Worker threads of the CPU backend. Never changes any result."""
+    if not isinstance(num_threads, int) or isinstance(num_threads, bool):
+        V._fail_type("num_threads", "an int", type(num_threads).__name__)
+    if num_threads < 1:
+        V._fail("num_threads", "an int >= 1", num_threads)
+    _lib.lib().sb_cpu_set_num_threads(num_threads)
