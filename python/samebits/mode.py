@@ -234,6 +234,20 @@ def _register(devices: Sequence[str]) -> torch.library.Library:
     return lib
 
 
+def _clear_dispatch_caches() -> None:
+    """Forget the Python-side dispatch decisions torch cached for the routed
+    ops (OpOverload._dispatch_cache). An earlier torch.compile in the process
+    caches, e.g., linear's CompositeImplicitAutograd decomposition at
+    AutogradCPU; without this, a later compile would keep using it and
+    bypass the kernels registered here."""
+    for name in _ROUTES:
+        base, _, overload = name.partition(".")
+        op = getattr(getattr(torch.ops.aten, base), overload or "default", None)
+        cache = getattr(op, "_dispatch_cache", None)
+        if cache is not None:
+            cache.clear()
+
+
 def _normalize_devices(devices) -> tuple:
     if isinstance(devices, str):
         devices = (devices,)
@@ -256,6 +270,7 @@ def enable_batch_invariant_mode(devices=("cuda",)) -> None:
             _library = None
         _library = _register(devices)
         _devices = devices
+        _clear_dispatch_caches()
 
 
 def disable_batch_invariant_mode() -> None:
@@ -265,6 +280,7 @@ def disable_batch_invariant_mode() -> None:
         if _library is not None:
             _library._destroy()
         _library, _devices = None, ()
+        _clear_dispatch_caches()
 
 
 def is_batch_invariant_mode_enabled() -> bool:
