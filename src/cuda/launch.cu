@@ -4,6 +4,7 @@
 #include <cuda_runtime.h>
 
 #include "core/backend.h"
+#include "cuda/attention_fwd_sm90_launch.h"
 
 namespace samebits::cuda {
 
@@ -18,9 +19,7 @@ int supported(int device_index) {
   return prop.major == 9 && prop.minor == 0;
 }
 
-sb_status attention_forward(const sb_attention_params&) {
-  return fail(SB_UNSUPPORTED, "the sm90 attention forward kernel is not built yet");
-}
+sb_status attention_forward(const sb_attention_params& p) { return sm90::attention_fwd_sm90(p); }
 sb_status attention_backward(const sb_attention_params&) {
   return fail(SB_UNSUPPORTED, "the sm90 attention backward kernel is not built yet");
 }
