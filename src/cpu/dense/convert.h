@@ -7,65 +7,22 @@
 #include <cstdint>
 #include <cstring>
 
+#include "cpu/numerics.h"
 #include "samebits/samebits.h"
 
 namespace samebits::cpu::dense {
 
-inline float bits_to_f32(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
-inline uint32_t f32_to_bits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return u;
-}
+// The dtype conversions are the attention backend's (cpu/numerics.h): one
+// implementation of round-to-nearest-even for the whole CPU backend.
+using samebits::cpu::bf16_to_f32;
+using samebits::cpu::f16_to_f32;
+using samebits::cpu::f32_to_bf16;
+using samebits::cpu::f32_to_f16;
 
-inline float bf16_to_f32(uint16_t h) { return bits_to_f32(uint32_t(h) << 16); }
-
-// Round to nearest even; NaN stays NaN (quiet).
-inline uint16_t f32_to_bf16(float f) {
-  uint32_t u = f32_to_bits(f);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x40);
-  u += 0x7fffu + ((u >> 16) & 1u);
-  return uint16_t(u >> 16);
-}
-
-inline float f16_to_f32(uint16_t h) {
-  uint32_t sign = uint32_t(h & 0x8000u) << 16;
-  uint32_t exp = (h >> 10) & 0x1fu;
-  uint32_t man = h & 0x3ffu;
-  if (exp == 0x1f) return bits_to_f32(sign | 0x7f800000u | (man << 13));
-  if (exp == 0) {
-    // zero or subnormal: man * 2^-24, exact in fp32
-    float v = float(man) * bits_to_f32(0x33800000u);  // 2^-24
-    return sign ? -v : v;
-  }
-  return bits_to_f32(sign | ((exp + 112u) << 23) | (man << 13));
-}
-
-// Round to nearest even, with overflow to inf and gradual underflow.
-inline uint16_t f32_to_f16(float f) {
-  uint32_t u = f32_to_bits(f);
-  uint16_t sign = uint16_t((u >> 16) & 0x8000u);
-  uint32_t a = u & 0x7fffffffu;
-  if (a > 0x7f800000u) return uint16_t(sign | 0x7e00u);  // NaN
-  if (a >= 0x477ff000u) return uint16_t(sign | 0x7c00u);  // rounds to >= 65520: inf
-  if (a < 0x38800000u) {                                  // below 2^-14: subnormal or zero
-    // value / 2^-24, rounded to nearest even, is the subnormal mantissa
-    float v = bits_to_f32(a) * bits_to_f32(0x4b800000u);  // * 2^24 (exact)
-    // v < 1024; round to nearest even through the fp32 magic-number trick
-    float r = (v + 8388608.0f) - 8388608.0f;
-    return uint16_t(sign | uint16_t(r));
-  }
-  uint32_t exp = (a >> 23) - 112u;
-  uint32_t man = a & 0x7fffffu;
-  uint32_t h = (exp << 10) | (man >> 13);
-  uint32_t rest = man & 0x1fffu;
-  if (rest > 0x1000u || (rest == 0x1000u && (h & 1u))) h += 1;  // may carry into exp: fine
-  return uint16_t(sign | h);
-}
+// exp and log through the backend's own exp2/log2 (cpu/numerics.h), not the
+// platform's maths library, so that results do not move with libm.
+inline float exp_f32(float x) { return samebits::cpu::exp2_f32(x * samebits::cpu::kLog2e); }
+inline float log_f32(float x) { return samebits::cpu::log2_f32(x) * samebits::cpu::kLn2; }
 
 inline float load(const void* p, int64_t i, sb_dtype t) {
   switch (t) {

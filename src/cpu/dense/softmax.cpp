@@ -19,11 +19,11 @@ sb_status softmax_forward(const sb_softmax_params& p) {
       float mx = -INFINITY;
       for (int64_t j = 0; j < n; ++j) mx = std::fmax(mx, x[j]);  // exact: order-free
       if (mx == -INFINITY) mx = 0.0f;  // all -inf: keep exp(x - mx) = 0, not NaN
-      for (int64_t j = 0; j < n; ++j) e[j] = std::exp(x[j] - mx);
+      for (int64_t j = 0; j < n; ++j) e[j] = exp_f32(x[j] - mx);
       const float s = sum16(e.data(), n);
       char* y = static_cast<char*>(p.y) + r * p.y_row_stride * dtype_size(p.y_dtype);
       if (p.log) {
-        const float ls = std::log(s);
+        const float ls = log_f32(s);
         for (int64_t j = 0; j < n; ++j) store(y, j, p.y_dtype, (x[j] - mx) - ls);
       } else {
         const float inv = 1.0f / s;
@@ -45,7 +45,7 @@ sb_status softmax_backward(const sb_softmax_backward_params& p) {
       char* dx = static_cast<char*>(p.dx) + r * p.dx_row_stride * dtype_size(p.dx_dtype);
       if (p.log) {
         const float s = sum16(dy.data(), n);
-        for (int64_t j = 0; j < n; ++j) store(dx, j, p.dx_dtype, dy[j] - std::exp(y[j]) * s);
+        for (int64_t j = 0; j < n; ++j) store(dx, j, p.dx_dtype, dy[j] - exp_f32(y[j]) * s);
       } else {
         const float s = dot16(dy.data(), y.data(), n);
         for (int64_t j = 0; j < n; ++j) store(dx, j, p.dx_dtype, y[j] * (dy[j] - s));
