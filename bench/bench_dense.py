@@ -5,14 +5,18 @@
 
 1. GEMM / RMSNorm / softmax / log_softmax / sum / mean: row r computed with
    M rows equals row r computed with the full batch, bitwise, for every M
-   bucket (1, 2, 7, 64, 513, 4096, 16384), at two row offsets.
+   bucket (1, 2, 7, 64, 513, 4096, 16384), at two row offsets; for the GEMM
+   also with every entry of the tile table forced (SAMEBITS_GEMM_TILE),
+   compared with the default choice: the proof that the table is BITS-FREE.
 2. 50 runs -> one hash (GEMM, RMSNorm forward+backward incl. dw, softmax
    backward).
 3. Accuracy vs an fp64 reference, beside torch's own error.
 4. set_batch_invariant_mode: a small transformer's logits for one prompt alone
    and inside a batch of 64 (mode on: equal; mode off: the negative control),
    and torch.compile == eager with the mode on.
-5. Speed: GEMM vs torch (cuBLAS) at M = 1..16384 for four layer shapes,
+5. Speed: GEMM vs torch (cuBLAS) at M = 1..16384 for four layer shapes
+   (--tiles: also every tile-table entry forced, the data the table is
+   chosen from),
    RMSNorm / softmax vs PyTorch and vs a device-to-device copy of the same
    bytes. Timing: CUDA events, warm-up, median of repeats, fresh L2 is not
    forced (inputs are >= 32 MiB at the sizes that matter).
@@ -23,6 +27,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
 import statistics
 import sys
 import time
@@ -34,7 +39,29 @@ from samebits import dense as D
 from samebits import mode as Mode
 
 dev = "cuda"
-RESULTS: dict = {"invariance": {}, "hash": {}, "accuracy": {}, "mode": {}, "gemm": [], "rowops": []}
+RESULTS: dict = {"invariance": {}, "hash": {}, "accuracy": {}, "mode": {}, "gemm": [], "rowops": [],
+                 "gemm_tiles": []}
+# Every entry of src/cuda/dense/gemm_tile_configs.h, forced through
+# SAMEBITS_GEMM_TILE (read by the library on every call).
+GEMM_TILES = ["64x32", "64x64", "64x128", "64x256", "128x128", "128x256", "64x128c2"]
+
+
+class forced_tile:
+    def __init__(self, name):
+        self.name = name
+
+    def __enter__(self):
+        self.old = os.environ.get("SAMEBITS_GEMM_TILE")
+        if self.name is None:
+            os.environ.pop("SAMEBITS_GEMM_TILE", None)
+        else:
+            os.environ["SAMEBITS_GEMM_TILE"] = self.name
+
+    def __exit__(self, *a):
+        if self.old is None:
+            os.environ.pop("SAMEBITS_GEMM_TILE", None)
+        else:
+            os.environ["SAMEBITS_GEMM_TILE"] = self.old
 FAILS: list[str] = []
 
 
@@ -143,6 +170,47 @@ def invariance(buckets):
     RESULTS["invariance"]["rms_norm_backward_dx"] = check("invariance rms bwd", ok)
 
 
+def tile_invariance(buckets):
+    """Every tile-table entry gives the bits of the default choice, at every M
+    bucket and two row offsets: the proof that the table is BITS-FREE. Shapes
+    with partial M, N and K tiles; NK with bias, KN (packed copy), an
+    unaligned A (packed copy), fp16, and a batched bmm."""
+    g = torch.Generator(device=dev).manual_seed(3)
+    Mmax = max(buckets) + 8
+    x = torch.randn(Mmax, 1000, device=dev, dtype=torch.bfloat16, generator=g)
+    w = torch.randn(1000, 1000, device=dev, dtype=torch.bfloat16, generator=g) / 32
+    bias = torch.randn(1000, device=dev, dtype=torch.bfloat16, generator=g)
+    wkn = w[:968].t().contiguous()  # (k, n) = (1000, 968)
+    xh = torch.randn(Mmax, 1000, device=dev, dtype=torch.float16, generator=g)
+    wh = (torch.randn(520, 1000, device=dev, dtype=torch.float16, generator=g) / 32)
+    xb = torch.randn(3, 600, 256, device=dev, dtype=torch.bfloat16, generator=g)
+    wb = torch.randn(3, 256, 200, device=dev, dtype=torch.bfloat16, generator=g)
+    ops = {
+        "tiles_linear_bias_bf16": (lambda t: D.linear(t, w, bias), x),
+        "tiles_mm_kn": (lambda t: D.matmul(t, wkn), x),
+        "tiles_unaligned_a": (lambda t: D.matmul(t[:, 1:], wkn[1:]), x),
+        "tiles_linear_f16": (lambda t: D.linear(t, wh), xh),
+    }
+    for name, (fn, src) in ops.items():
+        with forced_tile(None):
+            full = fn(src)
+        ok = True
+        for tile in [None] + GEMM_TILES:
+            with forced_tile(tile):
+                for M in buckets:
+                    for off in (0, 5):
+                        ok &= torch.equal(fn(src[off: off + M]), full[off: off + M])
+        RESULTS["invariance"][name] = check("invariance " + name, ok)
+    with forced_tile(None):
+        full = D.matmul(xb, wb)
+    ok = True
+    for tile in [None] + GEMM_TILES:
+        with forced_tile(tile):
+            for M in (1, 7, 64, 513):
+                ok &= torch.equal(D.matmul(xb[:, :M].contiguous(), wb), full[:, :M])
+    RESULTS["invariance"]["tiles_bmm"] = check("invariance tiles_bmm", ok)
+
+
 def run_hashes(runs=50):
     g = torch.Generator(device=dev).manual_seed(1)
     x = torch.randn(2048, 4096, device=dev, dtype=torch.bfloat16, generator=g)
@@ -178,6 +246,14 @@ def accuracy():
             key = f"gemm {str(dt)[6:]} {M}x{N}x{K}"
             acc[key] = {"samebits": e_sb, "samebits_kn": e_kn, "torch": e_t}
             check(key, max(e_sb, e_kn) <= 2 * e_t + 1e-6)
+        if dt != torch.float32:
+            a3 = torch.randn(4, 100, 300, device=dev, dtype=dt, generator=g)
+            b3 = torch.randn(4, 300, 90, device=dev, dtype=dt, generator=g) / 300 ** 0.5
+            ref = a3.double() @ b3.double()
+            e_sb, e_t = rel(D.matmul(a3, b3), ref), rel(torch.bmm(a3, b3), ref)
+            key = f"bmm {str(dt)[6:]} 4x100x90x300"
+            acc[key] = {"samebits": e_sb, "torch": e_t}
+            check(key, e_sb <= 2 * e_t + 1e-6)
         x = torch.randn(1024, 4096, device=dev, dtype=dt, generator=g) * 2
         w = torch.randn(4096, device=dev, dtype=dt, generator=g)
         ref = x.double() * torch.rsqrt(x.double().pow(2).mean(-1, keepdim=True) + 1e-6) * w.double()
@@ -278,6 +354,34 @@ def bench_gemm(Ms, shapes):
         torch.cuda.empty_cache()
 
 
+def bench_gemm_tiles(Ms, shapes):
+    """Each tile-table entry forced, beside the default choice and cuBLAS:
+    the data the table in gemm_tile_configs.h is chosen from."""
+    for N, K in shapes:
+        w = torch.randn(N, K, device=dev, dtype=torch.bfloat16) / K ** 0.5
+        for M in Ms:
+            x = torch.randn(M, K, device=dev, dtype=torch.bfloat16)
+            big = 2 * M * N * K > 2e12
+            tf = (lambda f: timeit_graph(f)) if M <= 1024 else (lambda f: timeit(f, reps=5 if big else 15, warm=2))
+            row = {"M": M, "N": N, "K": K, "torch_ms": tf(lambda: F.linear(x, w))}
+            for tile in [None] + GEMM_TILES:
+                if tile in ("64x32", "64x64") and M > 2048:
+                    continue
+                with forced_tile(tile):
+                    row[tile or "default"] = tf(lambda: D.linear(x, w))
+            best = min((k for k in row if k not in ("M", "N", "K", "torch_ms", "default")), key=lambda k: row[k])
+            row["best"] = best
+            row["best_ratio"] = row["torch_ms"] / row[best]
+            row["default_ratio"] = row["torch_ms"] / row["default"]
+            RESULTS["gemm_tiles"].append(row)
+            print(f"tiles M={M:6d} N={N:6d} K={K:6d} torch {row['torch_ms']*1e3:9.1f} us  default "
+                  f"{row['default_ratio']:.3f}  best {best} {row['best_ratio']:.3f}  " +
+                  " ".join(f"{t}:{row['torch_ms'] / row[t]:.2f}" for t in GEMM_TILES if t in row), flush=True)
+            del x
+        del w
+        torch.cuda.empty_cache()
+
+
 def bench_rowops(Ms, N=4096):
     for M in Ms:
         x = torch.randn(M, N, device=dev, dtype=torch.bfloat16)
@@ -305,16 +409,24 @@ def main():
     ap.add_argument("--out", default="dense_results.json")
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--skip-bench", action="store_true")
+    ap.add_argument("--gemm-only", action="store_true", help="GEMM checks and benchmarks only")
+    ap.add_argument("--tiles", action="store_true", help="also time every tile-table entry")
     args = ap.parse_args()
     RESULTS["device"] = torch.cuda.get_device_name()
     RESULTS["torch"] = torch.__version__
     t0 = time.time()
-    stages = [("invariance", lambda: invariance([1, 2, 7, 64, 513, 4096, 16384])),
+    buckets = [1, 2, 7, 64, 513, 4096, 16384]
+    stages = [("invariance", lambda: invariance(buckets)), ("tile_invariance", lambda: tile_invariance(buckets)),
               ("hash", lambda: run_hashes(50)), ("accuracy", accuracy), ("mode", mode_checks)]
+    shapes = [(4096, 4096), (14336, 4096), (4096, 14336), (128256, 4096)]
     if not args.skip_bench:
-        Ms = [1, 16, 128, 1024, 4096, 16384] if not args.quick else [1, 4096]
-        stages += [("rowops", lambda: bench_rowops([4096, 16384])),
-                   ("gemm", lambda: bench_gemm(Ms, [(4096, 4096), (14336, 4096), (4096, 14336), (128256, 4096)]))]
+        Ms = ([1, 8, 16, 32, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 2048, 4096, 8192, 16384]
+              if not args.quick else [1, 4096])
+        if not args.gemm_only:
+            stages += [("rowops", lambda: bench_rowops([4096, 16384]))]
+        stages += [("gemm", lambda: bench_gemm(Ms, shapes))]
+        if args.tiles:
+            stages += [("gemm_tiles", lambda: bench_gemm_tiles(Ms, shapes))]
     for name, fn in stages:
         t = time.time()
         try:

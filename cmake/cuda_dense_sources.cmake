@@ -1,6 +1,17 @@
-# CUDA translation units of the dense ops (src/cuda/dense/), one .cu per
-# kernel family. Included from CMakeLists.txt next to cuda_sources.cmake.
+# CUDA translation units of the dense ops (src/cuda/dense/). The bf16/fp16
+# GEMM is one .cu per (dtype, tile configuration) of gemm_tile_configs.h, so
+# they compile in parallel. Included from CMakeLists.txt next to
+# cuda_sources.cmake.
+set(samebits_gemm_tiles 64x32 64x64 64x128 64x256 128x128 128x256 64x128c2)
+set(samebits_gemm_sources)
+foreach(dt bf16 fp16)
+  foreach(tile ${samebits_gemm_tiles})
+    list(APPEND samebits_gemm_sources ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/dense/gemm_sm90_${dt}_${tile}.cu)
+  endforeach()
+endforeach()
 target_sources(samebits PRIVATE
   ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/dense/rowops.cu
-  ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/dense/gemm_sm90_mma.cu
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/dense/gemm_launch_sm90.cu
+  ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/dense/gemm_sm90_ffma_f32.cu
+  ${samebits_gemm_sources}
 )

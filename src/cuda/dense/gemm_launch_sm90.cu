@@ -1,0 +1,255 @@
+// sm90 GEMM dispatcher (samebits::cuda::dense::gemm): fills GemmTmaParams
+// (TMA descriptors included), picks the tile from gemm_tile_configs.h and
+// launches one configuration.
+//
+// Operands the TMA cannot read directly (a row start or a stride not a
+// multiple of 16 bytes) and B in the (k, n) layout are first copied by a
+// packing kernel into a stream-ordered scratch buffer in the (rows, k) layout
+// with a 16-byte-aligned row stride; the same kernel then runs on the copy.
+// The copy holds the same values, so the bits are those of the direct path:
+// one kernel, one order, for every layout and alignment.
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+#include <cudaTypedefs.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+
+#include "core/backend.h"
+#include "cuda/dense/dense_cuda.h"
+#include "cuda/dense/gemm_launch_sm90.h"
+
+namespace samebits::cuda::dense {
+namespace sm90 {
+namespace {
+
+// ---- driver entry point of cuTensorMapEncodeTiled (no libcuda link) -------
+PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess)
+      f = nullptr;
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return fn;
+}
+
+int sm_count(int device) {
+  static int cache[64] = {};
+  const int d = device & 63;
+  if (cache[d] == 0) {
+    int n = 0;
+    cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device);
+    cache[d] = n > 0 ? n : 1;
+  }
+  return cache[d];
+}
+
+// A 16-bit (rows, k) operand, possibly batched: element (z, r, c) at
+// ptr[z * batch_stride + r * row_stride + c].
+struct Operand {
+  const void* ptr;
+  int64_t rows, k, row_stride, batch_stride;
+  int32_t batches;  // 1 when broadcast over the batch
+};
+
+bool tma_readable(const Operand& o) {
+  return (reinterpret_cast<uintptr_t>(o.ptr) & 15) == 0 && o.row_stride % 8 == 0 &&
+         (o.batches == 1 || o.batch_stride % 8 == 0) && o.row_stride > 0;
+}
+
+// Box = 64 k x box_rows rows x 1 batch, 128-byte swizzle, zero fill outside.
+sb_status encode(CUtensorMap* map, const Operand& o, sb_dtype dt, int box_rows) {
+  auto fn = encode_fn();
+  if (fn == nullptr) return fail(SB_CUDA_ERROR, "gemm: cuTensorMapEncodeTiled is not available from the driver");
+  const cuuint64_t dims[3] = {cuuint64_t(o.k > 0 ? o.k : 1), cuuint64_t(o.rows), cuuint64_t(o.batches)};
+  const int64_t rs = o.row_stride * 2;
+  const int64_t bs = o.batches > 1 ? o.batch_stride * 2 : rs * o.rows;
+  const cuuint64_t strides[2] = {cuuint64_t(rs), cuuint64_t(bs)};
+  const cuuint32_t box[3] = {cuuint32_t(kBK), cuuint32_t(box_rows), 1};
+  const cuuint32_t estr[3] = {1, 1, 1};
+  CUresult r = fn(map, dt == SB_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3,
+                  const_cast<void*>(o.ptr), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                  CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  if (r != CUDA_SUCCESS) return fail(SB_CUDA_ERROR, "gemm: cuTensorMapEncodeTiled failed (" + std::to_string(int(r)) + ")");
+  return SB_OK;
+}
+
+// ---- packing: (rows, k) or (k, rows) source -> (rows, ld) contiguous copy ---
+int64_t packed_ld(int64_t k) { return ((k > 0 ? k : 1) + 7) / 8 * 8; }
+
+__global__ void pack_rows_kernel(const uint16_t* __restrict__ src, uint16_t* __restrict__ dst, int64_t rows,
+                                 int64_t k, int64_t ld, int64_t row_stride, int64_t batch_stride, int64_t total) {
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < total; i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t c = i % ld, rr = i / ld, z = rr / rows, r = rr % rows;
+    dst[i] = c < k ? src[z * batch_stride + r * row_stride + c] : uint16_t(0);
+  }
+}
+
+// src element (z, kk, j) at src[z * batch_stride + kk * row_stride + j] ->
+// dst[(z * n + j) * ld + kk]; 32 x 32 tiles through shared memory.
+__global__ void transpose_kn_kernel(const uint16_t* __restrict__ src, uint16_t* __restrict__ dst, int64_t n,
+                                    int64_t k, int64_t ld, int64_t row_stride, int64_t batch_stride) {
+  __shared__ uint16_t t[32][33];
+  const int64_t z = blockIdx.z, j0 = int64_t(blockIdx.x) * 32, k0 = int64_t(blockIdx.y) * 32;
+  for (int r = threadIdx.y; r < 32; r += blockDim.y) {
+    const int64_t kk = k0 + r, j = j0 + threadIdx.x;
+    t[r][threadIdx.x] = (kk < k && j < n) ? src[z * batch_stride + kk * row_stride + j] : uint16_t(0);
+  }
+  __syncthreads();  // tile loaded
+  for (int r = threadIdx.y; r < 32; r += blockDim.y) {
+    const int64_t j = j0 + r, kk = k0 + threadIdx.x;
+    if (j < n && kk < ld) dst[(z * n + j) * ld + kk] = t[threadIdx.x][r];
+  }
+}
+
+// Copies `o` (or its (k, rows) transpose when `kn`) into scratch at `dst`
+// and rewrites `o` to describe the copy.
+void pack(Operand& o, bool kn, uint16_t* dst, cudaStream_t s) {
+  const int64_t ld = packed_ld(o.k);
+  if (kn) {
+    dim3 grid(unsigned((o.rows + 31) / 32), unsigned((ld + 31) / 32), unsigned(o.batches));
+    transpose_kn_kernel<<<grid, dim3(32, 8), 0, s>>>(static_cast<const uint16_t*>(o.ptr), dst, o.rows, o.k, ld,
+                                                    o.row_stride, o.batch_stride);
+  } else {
+    const int64_t total = int64_t(o.batches) * o.rows * ld;
+    const int64_t blocks = (total + 255) / 256 < 65536 ? (total + 255) / 256 : 65536;
+    pack_rows_kernel<<<unsigned(blocks), 256, 0, s>>>(static_cast<const uint16_t*>(o.ptr), dst, o.rows, o.k, ld,
+                                                     o.row_stride, o.batch_stride, total);
+  }
+  o.ptr = dst;
+  o.row_stride = ld;
+  o.batch_stride = o.rows * ld;
+}
+
+// SAMEBITS_GEMM_TILE=<name> forces one table entry (tests and benchmarks use
+// it to prove that every entry gives the same bits). Read on every call.
+bool forced_tile(GemmTile* t) {
+  const char* e = std::getenv("SAMEBITS_GEMM_TILE");
+  if (e == nullptr || *e == 0) return false;
+  for (int i = 0; i < int(GemmTile::kCount); ++i)
+    if (std::strcmp(e, gemm_tile_name(GemmTile(i))) == 0) {
+      *t = GemmTile(i);
+      return true;
+    }
+  return false;
+}
+
+template <bool kF16>
+cudaError_t launch_tile(GemmTile t, GemmTmaParams& kp, int dev, int sms, cudaStream_t s) {
+  switch (t) {
+    case GemmTile::T64x32: return launch_gemm_tma_wgmma<Cfg64x32, kF16>(kp, dev, sms, s);
+    case GemmTile::T64x64: return launch_gemm_tma_wgmma<Cfg64x64, kF16>(kp, dev, sms, s);
+    case GemmTile::T64x128: return launch_gemm_tma_wgmma<Cfg64x128, kF16>(kp, dev, sms, s);
+    case GemmTile::T64x256: return launch_gemm_tma_wgmma<Cfg64x256, kF16>(kp, dev, sms, s);
+    case GemmTile::T128x128: return launch_gemm_tma_wgmma<Cfg128x128, kF16>(kp, dev, sms, s);
+    case GemmTile::T128x256: return launch_gemm_tma_wgmma<Cfg128x256, kF16>(kp, dev, sms, s);
+    default: return launch_gemm_tma_wgmma<Cfg64x128c2, kF16>(kp, dev, sms, s);
+  }
+}
+
+int tile_bm(GemmTile t) { return t == GemmTile::T128x128 || t == GemmTile::T128x256 ? 128 : 64; }
+int tile_bn(GemmTile t) {
+  switch (t) {
+    case GemmTile::T64x32: return 32;
+    case GemmTile::T64x64: return 64;
+    case GemmTile::T64x128:
+    case GemmTile::T64x128c2:
+    case GemmTile::T128x128: return 128;
+    default: return 256;
+  }
+}
+
+sb_status gemm_16bit(const sb_gemm_params& p) {
+  cudaStream_t s = static_cast<cudaStream_t>(p.stream);
+  int dev = 0;
+  cudaGetDevice(&dev);
+  const int sms = sm_count(dev);
+
+  Operand a{p.a, p.m, p.k, p.a_row_stride, p.a_batch_stride, p.a_batch_stride == 0 ? 1 : p.batch};
+  Operand b{p.b, p.n, p.k, p.b_row_stride, p.b_batch_stride, p.b_batch_stride == 0 ? 1 : p.batch};
+  if (p.batch == 1) a.batches = b.batches = 1;
+  const bool kn = p.b_layout == SB_B_KN;
+  const bool pack_a = p.k > 0 && !tma_readable(a);
+  const bool pack_b = p.k > 0 && (kn || !tma_readable(b));
+  if (p.k == 0) {  // no k tile is loaded; the maps only need to be well formed
+    a.row_stride = b.row_stride = 8;
+    a.batch_stride = b.batch_stride = 0;
+    a.batches = b.batches = 1;
+    a.ptr = b.ptr = reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(p.out) & ~uintptr_t(15));
+  }
+
+  void* scratch = nullptr;
+  if (pack_a || pack_b) {
+    const int64_t ld = packed_ld(p.k);
+    const int64_t na = pack_a ? int64_t(a.batches) * a.rows * ld : 0;
+    const int64_t nb = pack_b ? int64_t(b.batches) * b.rows * ld : 0;
+    const int64_t na_al = (na + 63) / 64 * 64;  // keep the B copy 128-byte aligned
+    cudaError_t e = cudaMallocAsync(&scratch, size_t(na_al + nb) * 2, s);
+    if (e != cudaSuccess) return fail(SB_CUDA_ERROR, std::string("gemm: scratch allocation: ") + cudaGetErrorString(e));
+    uint16_t* base = static_cast<uint16_t*>(scratch);
+    if (pack_a) pack(a, false, base, s);
+    if (pack_b) pack(b, kn, base + na_al, s);
+  }
+
+  GemmTile tile;
+  if (!forced_tile(&tile)) tile = pick_gemm_tile(p.m, p.n, p.batch, sms);
+  const int bm = tile_bm(tile), bn = tile_bn(tile);
+
+  GemmTmaParams kp;
+  std::memset(&kp, 0, sizeof(kp));
+  sb_status st = encode(&kp.tma_a, a, p.dtype, bm);
+  if (st == SB_OK) st = encode(&kp.tma_b, b, p.dtype, bn);
+  if (st != SB_OK) {
+    if (scratch != nullptr) cudaFreeAsync(scratch, s);
+    return st;
+  }
+  kp.m = p.m;
+  kp.n = p.n;
+  kp.k = p.k;
+  kp.batch = p.batch;
+  kp.a_batched = a.batches > 1;
+  kp.b_batched = b.batches > 1;
+  kp.m_tiles = int32_t((p.m + bm - 1) / bm);
+  kp.n_tiles = int32_t((p.n + bn - 1) / bn);
+  kp.k_tiles = int32_t((p.k + kBK - 1) / kBK);
+  kp.tiles = int64_t(p.batch) * kp.m_tiles * kp.n_tiles;
+  kp.out = p.out;
+  kp.out_dtype = p.out_dtype;
+  const int osz = p.out_dtype == SB_F32 ? 4 : 2;
+  kp.out_pairs = (reinterpret_cast<uintptr_t>(p.out) % (2 * osz)) == 0 && p.out_row_stride % 2 == 0 &&
+                 (p.batch == 1 || p.out_batch_stride % 2 == 0);
+  kp.out_batch_stride = p.out_batch_stride;
+  kp.out_row_stride = p.out_row_stride;
+  kp.bias = p.bias;
+  kp.bias_dtype = p.bias_dtype;
+  kp.bias_batch_stride = p.bias_batch_stride;
+  kp.bias_row_stride = p.bias_row_stride;
+  kp.alpha = p.alpha;
+  kp.beta = p.beta;
+
+  const cudaError_t e = p.dtype == SB_F16 ? launch_tile<true>(tile, kp, dev, sms, s)
+                                          : launch_tile<false>(tile, kp, dev, sms, s);
+  if (scratch != nullptr) cudaFreeAsync(scratch, s);
+  if (e != cudaSuccess) return fail(SB_CUDA_ERROR, std::string("gemm launch: ") + cudaGetErrorString(e));
+  return SB_OK;
+}
+
+}  // namespace
+}  // namespace sm90
+
+sb_status gemm(const sb_gemm_params& p) {
+  if (p.dtype == SB_F32) return sm90::gemm_f32(p);
+  if (p.m > (int64_t(1) << 31) || p.n > (int64_t(1) << 31) || p.k > (int64_t(1) << 31))
+    return fail(SB_UNSUPPORTED, "gemm: m, n and k must be < 2^31");
+  return sm90::gemm_16bit(p);
+}
+
+}  // namespace samebits::cuda::dense

@@ -1,0 +1,33 @@
+// Kernel parameters of the sm90 TMA + wgmma GEMM (gemm_kernel_sm90_tma_wgmma.cuh),
+// filled on the host by gemm_launch_sm90.cu and passed by value as a
+// __grid_constant__ (the TMA descriptors must live in parameter space).
+#pragma once
+
+#include <cuda.h>  // CUtensorMap (type only)
+
+#include <cstdint>
+
+#include "samebits/dense.h"
+
+namespace samebits::cuda::dense::sm90 {
+
+struct GemmTmaParams {
+  CUtensorMap tma_a;  // A as (k, m, batch), 16-bit, 64 x BM boxes, 128-byte swizzle
+  CUtensorMap tma_b;  // B as (k, n, batch) (the (n, k) layout), 64 x BN boxes
+  int64_t m, n, k;
+  int32_t batch;
+  int32_t a_batched, b_batched;  // 1: z coordinate = batch index; 0: broadcast (z = 0)
+  int32_t m_tiles, n_tiles, k_tiles;
+  int64_t tiles;  // batch * m_tiles * n_tiles
+  // epilogue: out = round(alpha * acc + beta * bias)
+  void* out;
+  sb_dtype out_dtype;
+  int32_t out_pairs;  // 1: two adjacent columns may be stored as one vector
+  int64_t out_batch_stride, out_row_stride;
+  const void* bias;  // nullptr: none
+  sb_dtype bias_dtype;
+  int64_t bias_batch_stride, bias_row_stride;
+  float alpha, beta;
+};
+
+}  // namespace samebits::cuda::dense::sm90

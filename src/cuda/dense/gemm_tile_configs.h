@@ -1,0 +1,117 @@
+// The tile table of the sm90 bf16/fp16 GEMM, part of the numerics contract
+// (docs/numerics_dense.md, "GEMM").
+//
+// Every entry runs the same per-element computation: one fp32 accumulator,
+// zeroed, then one wgmma.m64nNk16 step per 16 k in increasing k (k padded
+// with zeros to a multiple of kBK = 64), then the same epilogue. What an entry
+// changes is which CTA computes an element, how many elements share the
+// wgmma instruction's N, and how deep the TMA pipeline is: none of it changes
+// the bits of an element, so EVERY ENTRY IS BITS-FREE. bench/bench_dense.py
+// proves it: each entry is forced in turn (SAMEBITS_GEMM_TILE) and compared
+// bitwise with the default choice at M = 1, 2, 7, 64, 513, 4096, 16384.
+//
+// A bits-changing entry would be one that changes kBK's k16 grouping, the k
+// order, the instruction family or the epilogue: there is none, and adding one
+// needs a version bump of the contract.
+#pragma once
+
+#include <cstdint>
+
+namespace samebits::cuda::dense::sm90 {
+
+constexpr int kBK = 64;           // BITS: k tile = the zero-padding unit of K; one 128-byte swizzle row of 16-bit
+constexpr int kSmemBudget = 232448;  // sm90 opt-in dynamic shared memory per block (227 KiB)
+
+// kConsumersM x kConsumersN consumer warpgroups: consumer c owns output rows
+// (c % kConsumersM) * 64 .. + 63 and columns (c / kConsumersM) * WN .. + WN-1
+// of the BM x BN CTA tile (one wgmma m64nWNk16 fragment each); warpgroups
+// along M share the B tile, warpgroups along N share the A tile. One more
+// warpgroup is the TMA producer. kCtasPerSm CTAs share one SM (the shared
+// memory budget is split; registers are capped by __launch_bounds__).
+template <int kConsumersM_, int kConsumersN_, int WN_, int kMaxStages_, int kCtasPerSm_ = 1>
+struct TileConfig {
+  static constexpr int kConsumersM = kConsumersM_, kConsumersN = kConsumersN_;
+  static constexpr int kConsumers = kConsumersM * kConsumersN;
+  static constexpr int WN = WN_;
+  static constexpr int BM = 64 * kConsumersM;
+  static constexpr int BN = WN * kConsumersN;
+  static constexpr int kCtasPerSm = kCtasPerSm_;
+  static constexpr int kThreads = 128 * (kConsumers + 1);
+  static constexpr int kABytes = BM * kBK * 2;  // one stage of A, 16-bit elements
+  static constexpr int kBBytes = BN * kBK * 2;
+  static constexpr int kStageBytes = kABytes + kBBytes;
+  static constexpr int kBudget = kCtasPerSm == 1 ? kSmemBudget : (233472 / kCtasPerSm - 1024);
+  static constexpr int kStagesFit = (kBudget - 2048) / kStageBytes;
+  static constexpr int kStages = kStagesFit < kMaxStages_ ? kStagesFit : kMaxStages_;
+  static constexpr int kBarrierBytes = 2 * kStages * 8;
+  static constexpr int kSmemBytes = kStages * kStageBytes + kBarrierBytes + 1024;  // + 1024-byte alignment slack
+  // setmaxnreg only where it pays and fits: 2 consumer warpgroups, 1 CTA/SM
+  static constexpr bool kSetMaxNreg = kConsumers == 2 && kCtasPerSm == 1;
+  static_assert(WN % 8 == 0 && WN <= 256, "wgmma N: 8..256");
+  static_assert(BM <= 256 && BN <= 256, "a TMA box has at most 256 rows");
+  static_assert(kStages >= 2 && kSmemBytes <= kBudget, "pipeline does not fit in shared memory");
+  static_assert(kABytes % 1024 == 0 && kBBytes % 1024 == 0 && (WN * kBK * 2) % 1024 == 0,
+                "stage buffers and warpgroup slices must keep 1024-byte swizzle-atom alignment");
+};
+
+// The table. Reasons (measured: docs/benchmarks_dense.md, bench_dense.py --tiles):
+//   T64x32    32 < M <= 64, N < ~12k: N/32 CTAs (128 for N = 4096), 16
+//             stages = 64 KiB of weights in flight per SM.
+//   T64x64    M <= 32 and 64 < M <= 128 with N < ~12k: at these M the time
+//             is the latency of the K/16-long wgmma chain, not bandwidth;
+//             64x64 measured best or within noise of best.
+//   T64x128   M <= 64 with N >= ~12k; 128 < M <= 256 with few column tiles.
+//   T64x256   M <= 16 with N >= ~67k (one 64-row tile, >= 2 waves of 64x256):
+//             A read once per 256 columns, pure weight streaming.
+//   T128x128  64 < M <= 128 with N >= ~12k; 256 < M < 2048 otherwise:
+//             enough CTAs for 132 SMs, 2 consumer warpgroups share B.
+//   T128x256  M >= 2048, or M > 256 with >= 3.5 waves of it: highest operand
+//             reuse from shared memory (the tensor-core-bound shape), 4
+//             stages, setmaxnreg 40/232.
+//   T64x128c2 2 CTAs per SM (4 stages each): one CTA's epilogue and pipeline
+//             fill overlap the other's mainloop; 128 < M <= 256 with many
+//             column tiles.
+// Tried and dropped (2026-11-21 sweep): 64x32 as 4 consumer warpgroups of
+// m64n8 side by side along N (kConsumersN = 4): 0.6-0.9x the speed of 64x32,
+// so narrower wgmma N does not shorten the per-k16 latency at small M.
+enum class GemmTile : int { T64x32 = 0, T64x64, T64x128, T64x256, T128x128, T128x256, T64x128c2, kCount };
+
+using Cfg64x32 = TileConfig<1, 1, 32, 16>;
+using Cfg64x64 = TileConfig<1, 1, 64, 12>;
+using Cfg64x128 = TileConfig<1, 1, 128, 8>;
+using Cfg64x256 = TileConfig<1, 1, 256, 5>;
+using Cfg128x128 = TileConfig<2, 1, 128, 7>;
+using Cfg128x256 = TileConfig<2, 1, 256, 4>;
+using Cfg64x128c2 = TileConfig<1, 1, 128, 4, 2>;
+
+inline const char* gemm_tile_name(GemmTile t) {
+  switch (t) {
+    case GemmTile::T64x32: return "64x32";
+    case GemmTile::T64x64: return "64x64";
+    case GemmTile::T64x128: return "64x128";
+    case GemmTile::T64x256: return "64x256";
+    case GemmTile::T128x128: return "128x128";
+    case GemmTile::T128x256: return "128x256";
+    default: return "64x128c2";
+  }
+}
+
+// BITS-FREE: the choice follows M (and N, the batch and the SM count) only
+// through tile shape; see the top of this file. Thresholds from the sweep of
+// 2026-11-21 (H200, docs/benchmarks_dense.md).
+inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
+  auto tiles = [&](int bm, int bn) { return batch * ((m + bm - 1) / bm) * ((n + bn - 1) / bn); };
+  const int64_t s = sms;
+  if (m <= 64) {
+    // "wide": even one row of 64x128 tiles is >= 0.75 wave (N >= ~12k on 132 SMs)
+    if (4 * tiles(64, 128) >= 3 * s) return m <= 16 && tiles(64, 256) >= 2 * s ? GemmTile::T64x256 : GemmTile::T64x128;
+    return m <= 32 ? GemmTile::T64x64 : GemmTile::T64x32;
+  }
+  if (m <= 128) return 4 * tiles(128, 128) >= 3 * s ? GemmTile::T128x128 : GemmTile::T64x64;
+  if (m <= 256) return tiles(64, 128) > 2 * s ? GemmTile::T64x128c2 : GemmTile::T64x128;
+  if (m >= 2048 || 2 * tiles(128, 256) >= 7 * s) return GemmTile::T128x256;  // >= 3.5 waves of 128x256
+  if (2 * tiles(128, 128) >= s) return GemmTile::T128x128;  // >= 0.5 wave of 128x128
+  return GemmTile::T64x128;
+}
+
+}  // namespace samebits::cuda::dense::sm90
