@@ -257,7 +257,7 @@ class Suite:
         L = 600 if self.gpu else 200
         for dtype in [torch.bfloat16, torch.float16]:
             for d in [64, 128, 256]:
-                for h, hk in [(4, 4), (4, 1), (8, 2), (8, 1)]:
+                for h, hk in [(4, 4), (8, 2), (16, 2), (8, 1)]:  # GQA 1, 4, 8 and MQA
                     for mname, kw in masks.items():
                         target = self.qkv(L, L, h=h, hk=hk, d=d, dtype=dtype)
                         nb = [self.qkv(n, n, h=h, hk=hk, d=d, dtype=dtype)
