@@ -91,9 +91,13 @@ sb_status launch(const sb_attention_params& p, AttentionFwdParams& kp, LaunchSha
                              Cfg::kBlockN, k_packed);
       s != SB_OK)
     return s;
-  if (!q_packed)
-    shape.work_items = static_cast<long>(p.batch) * p.num_heads *
-                       ((static_cast<long>(p.seqlen_q) + Cfg::kBlockM - 1) / Cfg::kBlockM);
+  if (!q_packed) {
+    // Scheduler units (attention_fwd_sm90_scheduler.h): one query tile, or
+    // with a window a pair of tiles of one head.
+    const long tiles = (static_cast<long>(p.seqlen_q) + Cfg::kBlockM - 1) / Cfg::kBlockM;
+    const bool paired = kp.window_left >= 0 || kp.window_right >= 0;
+    shape.work_items = static_cast<long>(p.batch) * p.num_heads * (paired ? (tiles + 1) / 2 : tiles);
+  }
   return launch_attention_fwd<Cfg>(kp, shape);
 }
 

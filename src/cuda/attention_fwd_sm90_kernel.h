@@ -52,7 +52,7 @@ __device__ void consumer_run(const AttentionFwdParams& p, const SharedStorage<Cf
   TileScheduler<Cfg::kBlockM> sched(p);
   WorkItem w;
   uint32_t tile_iter = 0, block_iter = 0;
-  for (long index = blockIdx.x; sched.get(index, w); index += gridDim.x, ++tile_iter) {
+  for (; sched.next(w); ++tile_iter) {
     const Visibility vis{w.lq, w.lk, p.window_left, p.window_right};
     const BlockRange<Cfg> range(w, vis);
     const int row_base = range.m0 + tile_row;  // row in the sequence
@@ -71,6 +71,7 @@ __device__ void consumer_run(const AttentionFwdParams& p, const SharedStorage<Cf
       //   issue  S_n = Q K_n^T                 (wgmma group 1)
       //   issue  O += P_{n-1} V_{n-1}          (wgmma group 2)
       //   wait group 1, release K_n; softmax of S_n -> P_n, alpha_n
+      //     (runs while group 2 is on the tensor cores)
       //   wait group 2, release V_{n-1}; O *= alpha_n (or fold at a split)
       // which is the contract's order: O = O * alpha_n + P_n V_n, block by
       // block, with the softmax overlapping the P V product.
@@ -142,19 +143,30 @@ __device__ void consumer_run(const AttentionFwdParams& p, const SharedStorage<Cf
         const bool masked = !vis.block_fully_visible(range.m0, range.m_last, k0, Cfg::kBlockN);
         C::softmax_update(sacc, st.m, st.l, alpha, score, vis, masked, row_base, k0, q4);
 
-        wgmma_wait<0>();
+        // Wait for group 2 (O += P_{n-1} V_{n-1}), then release V_{n-1}.
+        // The wait sits inside both arms of the split branch on purpose:
+        // ptxas schedules a wgmma wait to the top of its basic block, so a
+        // wait in the softmax's block would run before the softmax and
+        // serialize it behind P V (seen in the SASS: every MUFU.EX2 after
+        // WARPGROUP.DEPBAR gsb0 0x0). The branch ends the softmax's block,
+        // so the softmax overlaps P V.
+        auto finish_pv = [&]() {
+          wgmma_wait<0>();
 #pragma unroll
-        for (int i = 0; i < Cfg::kHeadDim / 2; ++i) reg_fence(st.acc[i]);
+          for (int i = 0; i < Cfg::kHeadDim / 2; ++i) reg_fence(st.acc[i]);
 #pragma unroll
-        for (int kk = 0; kk < Cfg::kBlockN / 16; ++kk)
+          for (int kk = 0; kk < Cfg::kBlockN / 16; ++kk)
 #pragma unroll
-          for (int r = 0; r < 4; ++r) reg_fence(pf[kk][r]);  // P_{n-1} was read until here
-        if (lane == 0) mbar_arrive(smem.v_empty(s_prev));  // release V_{n-1}
+            for (int r = 0; r < 4; ++r) reg_fence(pf[kk][r]);  // P_{n-1} was read until here
+          if (lane == 0) mbar_arrive(smem.v_empty(s_prev));  // release V_{n-1}
+        };
         if (new_split) {
+          finish_pv();
           fold.fold(m_old, l_old, st.acc, fold_smem, tid);
 #pragma unroll
           for (int i = 0; i < Cfg::kHeadDim / 2; ++i) st.acc[i] = 0.f;
         } else {
+          finish_pv();
           C::rescale(st.acc, alpha);
         }
         C::pack_p(sacc, pf);

@@ -125,7 +125,7 @@ struct Producer {
     WorkItem w;
     uint32_t tile_iter = 0;  // work items done: parity of q_empty
     uint32_t block_iter = 0; // KV blocks done: stage and parity of k/v_empty
-    for (long index = blockIdx.x; sched.get(index, w); index += gridDim.x, ++tile_iter) {
+    for (; sched.next(w); ++tile_iter) {
       const Visibility vis{w.lq, w.lk, p.window_left, p.window_right};
       const BlockRange<Cfg> range(w, vis);
       const int hk = w.h / p.head_group;
@@ -276,10 +276,11 @@ struct Consumer {
       }
   }
 
-  // The online-softmax update of one KV block (numerics.md), in place:
-  // s -> t (logits, -inf where invisible), then m, l and P (f32, left in
-  // s); returns alpha, the factor the caller applies to acc (rescale)
-  // before adding P V. pack_p rounds P into the wgmma A operand.
+  // The online-softmax update of one KV block (numerics.md, sm90 exponent
+  // form), in place: s -> x (raw scores, or logits t when ScoreMod is not
+  // raw; -inf where invisible), then m, l and P (f32, left in s); returns
+  // alpha, the factor the caller applies to acc (rescale) before adding
+  // P V. pack_p rounds P into the wgmma A operand.
   // Row reductions: each thread over its columns in ascending order, then
   // the fixed shuffle tree (xor 1, then xor 2) over the row's 4 threads.
   __device__ static void softmax_update(float (&s)[kSRegs], float (&m)[2], float (&l)[2],
@@ -291,10 +292,11 @@ struct Consumer {
     if (score.softcap) {
 #pragma unroll
       for (int i = 0; i < kSRegs; ++i) s[i] = score.capped(s[i]);
-    } else {
+    } else if (!score.raw) {
 #pragma unroll
       for (int i = 0; i < kSRegs; ++i) s[i] = score.scaled(s[i]);
     }
+    const float k = score.exp_scale;  // x * k is the logit t
     if (masked) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -318,15 +320,18 @@ struct Consumer {
       for (int c = 0; c < kBn / 8; ++c) mx = fmaxf(mx, fmaxf(s[4 * c + 2 * h], s[4 * c + 2 * h + 1]));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
       mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-      const float m_new = fmaxf(m[h], mx);
+      // Block max of t: round(max(x) * k) (exact when k = 1).
+      const float m_new = fmaxf(m[h], __fmul_rn(mx, k));
       const float ms = m_new == -CUDART_INF_F ? 0.f : m_new;
       const float alpha = exp2_approx(__fsub_rn(m[h], ms));
+      const float neg_ms = -ms;
       float sum = 0.f;
 #pragma unroll
       for (int c = 0; c < kBn / 8; ++c)
 #pragma unroll
         for (int j = 0; j < 2; ++j) {
-          const float pj = exp2_approx(__fsub_rn(s[4 * c + 2 * h + j], ms));
+          // p = exp2(fma(x, k, -m)): one FFMA, one rounding
+          const float pj = exp2_approx(__fmaf_rn(s[4 * c + 2 * h + j], k, neg_ms));
           s[4 * c + 2 * h + j] = pj;
           sum = __fadd_rn(sum, pj);
         }

@@ -11,16 +11,28 @@
 
 namespace samebits::cuda::sm90 {
 
-// t = s * c, or with softcap t = tanh(s * (scale / cap)) * (cap * log2e).
-// Each product is rounded on its own (no FMA), as the contract writes it.
+// The base-2 logit t of numerics.md ("Logits", and the sm90 exponent form
+// of "Online softmax inside one split"). Each product is rounded on its own.
+//  - no softcap, c = softmax_scale * log2e > 0 (`raw`): the mainloop keeps
+//    the raw dot products s, takes the block maximum on them and computes
+//    p = exp2(fma(s, c, -m)) with one rounding (one FFMA a score instead of
+//    FMUL + FADD); the running max is m = round(max(s) * c), which equals
+//    max(round(s * c)) because rounding is monotone and c > 0.
+//  - softcap, or c <= 0: t = tanh(s * (scale / cap)) * (cap * log2e)
+//    (resp. t = s * c) is formed first and the exponent form runs with
+//    multiplier 1: fma(t, 1, -m) = round(t - m).
 struct ScoreMod {
   float scale_log2, softcap_in, softcap_out;
-  bool softcap;
+  float exp_scale;  // multiplier of the exponent FMA: c when raw, else 1
+  bool softcap, raw;
   __device__ __forceinline__ explicit ScoreMod(const AttentionFwdParams& p)
       : scale_log2(p.scale_log2),
         softcap_in(p.softcap_in),
         softcap_out(p.softcap_out),
-        softcap(p.has_softcap != 0) {}
+        softcap(p.has_softcap != 0),
+        raw(p.has_softcap == 0 && p.scale_log2 > 0.f) {
+    exp_scale = raw ? scale_log2 : 1.f;
+  }
   __device__ __forceinline__ float scaled(float s) const { return __fmul_rn(s, scale_log2); }
   __device__ __forceinline__ float capped(float s) const {
     return __fmul_rn(tanh_approx(__fmul_rn(s, softcap_in)), softcap_out);
