@@ -93,6 +93,45 @@ def time_fn(fn, n_inputs, warmup, reps):
     return statistics.median(times)
 
 
+def write_plot(results, path, title):
+    """TFLOP/s against L, one line per implementation, one panel per (causal, d)."""
+    names = ["samebits", "cudnn", "flash", "flex"]
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        dims = sorted({r["head_dim"] for r in results})
+        fig, axes = plt.subplots(2, len(dims), figsize=(5 * len(dims), 8), squeeze=False)
+        for ci, causal in enumerate((False, True)):
+            for di, D in enumerate(dims):
+                ax = axes[ci][di]
+                rs = sorted((r for r in results if r["head_dim"] == D and r["causal"] == causal),
+                            key=lambda r: r["seqlen"])
+                for n in names:
+                    pts = [(r["seqlen"], r[n + "_tflops"]) for r in rs if n + "_tflops" in r]
+                    if pts:
+                        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=n)
+                ax.set_xscale("log", base=2)
+                ax.set_title("d=%d %s" % (D, "causal" if causal else "non-causal"))
+                ax.set_xlabel("L")
+                ax.set_ylabel("TFLOP/s")
+                ax.legend()
+        fig.suptitle("attention forward, " + title)
+        fig.tight_layout()
+        fig.savefig(path, dpi=80)
+    except Exception as e:  # noqa: BLE001
+        print("plot skipped:", e)
+
+
+def replot(argv):
+    """`bench_attention.py --replot OUT.png RESULTS.json...`: redraw the plot
+    from saved raw JSON (the device returns at most 8 files per call)."""
+    import json as _json
+    out, files = argv[0], argv[1:]
+    results = [r for f in files for r in _json.load(open(f))]
+    write_plot(results, out, "%s, %s" % (results[0]["gpu"], results[0]["dtype"]))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--lib", default=".carry/libsamebits.so")
@@ -199,31 +238,10 @@ def main():
     with open(os.path.join(args.out, "bench_attention.md"), "w") as f:
         f.write("GPU: %s, %s, %d heads, batch*L = %d\n\n" % (gpu, args.dtype, args.heads, args.tokens) + table + "\n")
     print(table)
-    try:
-        import matplotlib
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        dims = sorted({r["head_dim"] for r in results})
-        fig, axes = plt.subplots(2, len(dims), figsize=(5 * len(dims), 8), squeeze=False)
-        for ci, causal in enumerate((False, True)):
-            for di, D in enumerate(dims):
-                ax = axes[ci][di]
-                rs = [r for r in results if r["head_dim"] == D and r["causal"] == causal]
-                for n in names:
-                    pts = [(r["seqlen"], r[n + "_tflops"]) for r in rs if n + "_tflops" in r]
-                    if pts:
-                        ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=n)
-                ax.set_xscale("log", base=2)
-                ax.set_title("d=%d %s" % (D, "causal" if causal else "non-causal"))
-                ax.set_xlabel("L")
-                ax.set_ylabel("TFLOP/s")
-                ax.legend()
-        fig.suptitle("attention forward, %s, %s" % (gpu, args.dtype))
-        fig.tight_layout()
-        fig.savefig(os.path.join(args.out, "bench_attention.png"), dpi=80)
-    except Exception as e:  # noqa: BLE001
-        print("plot skipped:", e)
-
+    write_plot(results, os.path.join(args.out, "bench_attention.png"), "%s, %s" % (gpu, args.dtype))
 
 if __name__ == "__main__":
-    main()
+    if len(sys.argv) > 1 and sys.argv[1] == "--replot":
+        replot(sys.argv[2:])
+    else:
+        main()

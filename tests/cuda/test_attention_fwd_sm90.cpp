@@ -358,16 +358,32 @@ int main(int argc, char** argv) {
   std::printf("samebits %s, sm90 attention forward tests%s\n", sb_version(), g_quick ? " (quick)" : "");
 
   if (small) {
-    for (int D : {64, 128, 256}) {
-      Problem p;
-      p.D = D;
-      p.H = 2;
-      p.Hk = 1;
-      p.lq = {5, 200, 130};
-      p.lk = {5, 300, 1100};
-      p.wr = 0;
-      accuracy_case(p, 3 + D);
-    }
+    // Every compiled configuration (head dim x dtype), each through the
+    // causal+GQA varlen path and the non-causal window+softcap dense path.
+    for (int D : {64, 128, 256})
+      for (sb_dtype dt : {SB_BF16, SB_F16}) {
+        Problem p;
+        p.D = D;
+        p.dt = dt;
+        p.H = 2;
+        p.Hk = 1;
+        p.lq = {5, 200, 130};
+        p.lk = {5, 300, 1100};
+        p.wr = 0;
+        accuracy_case(p, 3 + D + dt);
+        Problem w;
+        w.D = D;
+        w.dt = dt;
+        w.H = 2;
+        w.Hk = 2;
+        w.lq = {150, 150};
+        w.lk = {150, 150};
+        w.dense = true;
+        w.wl = 40;
+        w.wr = 17;
+        w.softcap = 30.f;
+        accuracy_case(w, 7 + D + dt);
+      }
     std::printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "ALL PASSED", g_failures);
     return g_failures ? 1 : 0;
   }
