@@ -5,6 +5,12 @@
 
 #include "core/backend.h"
 #include "cuda/attention_fwd_sm90_launch.h"
+#ifdef SAMEBITS_CUDA_DECODE
+#include "cuda/attention_decode_sm90_launch.h"
+#endif
+#ifdef SAMEBITS_CUDA_BACKWARD
+#include "cuda/attention_bwd_sm90_launch.h"
+#endif
 
 namespace samebits::cuda {
 
@@ -19,12 +25,26 @@ int supported(int device_index) {
   return prop.major == 9 && prop.minor == 0;
 }
 
-sb_status attention_forward(const sb_attention_params& p) { return sm90::attention_fwd_sm90(p); }
+sb_status attention_forward(const sb_attention_params& p) {
+#ifdef SAMEBITS_CUDA_DECODE
+  if (sm90::decode_sm90_applies(p)) return sm90::attention_decode_sm90(p);
+#endif
+  return sm90::attention_fwd_sm90(p);
+}
+#ifdef SAMEBITS_CUDA_BACKWARD
+sb_status attention_backward(const sb_attention_params& p) { return sm90::attention_bwd_sm90(p); }
+#else
 sb_status attention_backward(const sb_attention_params&) {
   return fail(SB_UNSUPPORTED, "the sm90 attention backward kernel is not built yet");
 }
-sb_status kvcache_append(const sb_kvcache_append_params&) {
+#endif
+sb_status kvcache_append(const sb_kvcache_append_params& p) {
+#ifdef SAMEBITS_CUDA_DECODE
+  return sm90::kvcache_append_sm90(p);
+#else
+  (void)p;
   return fail(SB_UNSUPPORTED, "the CUDA KV-cache append kernel is not built yet");
+#endif
 }
 
 }  // namespace samebits::cuda

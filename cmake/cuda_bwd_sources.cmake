@@ -1,0 +1,17 @@
+# The sm90 attention backward (docs/backward_design.md): host side, then one
+# .cu per (head dim, dtype). On by default since it passed its GPU tests
+# (H200, 2026-11-21: accuracy, 50-run hashes, batch/varlen invariance, GQA
+# sums; docs/benchmarks.md). With SAMEBITS_CUDA_BACKWARD=OFF nothing here is
+# built and launch.cu answers SB_UNSUPPORTED. Included from CMakeLists.txt
+# next to the other cuda_*_sources.cmake files.
+option(SAMEBITS_CUDA_BACKWARD "Build the sm90 attention backward" ON)
+if(SAMEBITS_CUDA_BACKWARD)
+  set(samebits_bwd_sources ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/attention_bwd_sm90.cu)
+  foreach(d 64 128 256)
+    foreach(dt bf16 fp16)
+      list(APPEND samebits_bwd_sources ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/attention_bwd_sm90_hdim${d}_${dt}.cu)
+    endforeach()
+  endforeach()
+  target_sources(samebits PRIVATE ${samebits_bwd_sources})
+  target_compile_definitions(samebits PRIVATE SAMEBITS_CUDA_BACKWARD=1)
+endif()

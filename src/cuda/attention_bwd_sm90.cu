@@ -1,0 +1,152 @@
+// sm90 attention backward, host side: checks, params, the launch shape and
+// the explicit list of configurations (no dispatch macros).
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "core/backend.h"
+#include "cuda/attention_bwd_sm90_launch.h"
+#include "samebits/config.h"
+
+namespace samebits::cuda::sm90 {
+namespace {
+
+bool aligned(const void* p, uintptr_t n) { return reinterpret_cast<uintptr_t>(p) % n == 0; }
+// 16-byte loads (cp.async) of 8 elements: strides multiple of 8.
+bool stride16(int64_t s) { return s % 8 == 0; }
+
+int sm_count() {
+  int dev = 0, n = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
+  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return 0;
+  return n;
+}
+
+// FREE test knob shared with the forward: SAMEBITS_SM90_MAX_CTAS caps every
+// grid, so tests can prove the grid moves no bit.
+int max_ctas_from_env() {
+  const char* s = std::getenv("SAMEBITS_SM90_MAX_CTAS");
+  return s ? std::atoi(s) : 0;
+}
+
+long ceil_div(long a, long b) { return (a + b - 1) / b; }
+
+template <int D, bool kBf16>
+sb_status launch(const sb_attention_params& p, const AttentionBwdParams& kp, BwdLaunchShape shape) {
+  using Cfg = BwdConfig<D, kBf16>;
+  // Dense batches: one CTA per unit. Varlen: lengths live on the device, so
+  // the grid is persistent (units walked round-robin).
+  if (p.cu_seqlens_q == nullptr) {
+    shape.dq_units = long(p.batch) * p.num_heads * ceil_div(p.seqlen_q, Cfg::kDqBlockM);
+    shape.pre_units = long(p.batch) * p.num_heads * ceil_div(p.seqlen_q, kBwdPreprocessRows);
+  }
+  if (p.cu_seqlens_k == nullptr)
+    shape.dkdv_units = long(p.batch) * p.num_heads_k * ceil_div(p.seqlen_k, Cfg::kBlockN);
+  return launch_attention_bwd<Cfg>(kp, shape);
+}
+
+}  // namespace
+
+sb_status attention_bwd_sm90(const sb_attention_params& p) {
+  const char* who = "sm90 attention backward: ";
+  if (p.dtype != SB_BF16 && p.dtype != SB_F16)
+    return fail(SB_UNSUPPORTED, std::string(who) + "only bf16 and fp16 are built");
+  if (p.head_dim != 64 && p.head_dim != 128 && p.head_dim != 256)
+    return fail(SB_UNSUPPORTED, std::string(who) + "head_dim must be 64, 128 or 256, got " +
+                                    std::to_string(p.head_dim));
+  if (p.block_table != nullptr)
+    return fail(SB_UNSUPPORTED, std::string(who) + "paged KV caches have no backward");
+  // Inputs read 16 bytes at a time (cp.async, and out/dout in the
+  // preprocess); outputs written as 4-byte pairs, and D stored as an f32 in
+  // dq's rows.
+  const sb_view* in[] = {&p.q, &p.k, &p.v, &p.out, &p.dout};
+  const bool q_packed = p.cu_seqlens_q != nullptr, k_packed = p.cu_seqlens_k != nullptr;
+  for (const sb_view* v : in) {
+    const bool packed = (v == &p.k || v == &p.v) ? k_packed : q_packed;
+    if (!aligned(v->data, 16) || !stride16(v->row_stride) || !stride16(v->head_stride) ||
+        (!packed && p.batch > 1 && !stride16(v->batch_stride)))
+      return fail(SB_UNSUPPORTED, std::string(who) +
+                                      "q, k, v, out, dout need 16-byte aligned data and strides "
+                                      "that are multiples of 8 elements");
+  }
+  const sb_view* outs[] = {&p.dq, &p.dk, &p.dv};
+  for (const sb_view* v : outs) {
+    if (!aligned(v->data, 4) || v->row_stride % 2 != 0 || v->head_stride % 2 != 0 ||
+        v->batch_stride % 2 != 0)
+      return fail(SB_UNSUPPORTED, std::string(who) + "dq, dk, dv need 4-byte aligned pairs");
+  }
+  if (p.batch == 0) return SB_OK;
+
+  AttentionBwdParams kp{};
+  kp.q = p.q.data;
+  kp.k = p.k.data;
+  kp.v = p.v.data;
+  kp.out = p.out.data;
+  kp.dout = p.dout.data;
+  kp.lse = static_cast<const float*>(p.lse.data);
+  kp.dq = p.dq.data;
+  kp.dk = p.dk.data;
+  kp.dv = p.dv.data;
+  // Packed tensors: rows index the token axis, the batch stride is unused.
+  kp.q_batch_stride = q_packed ? 0 : p.q.batch_stride;
+  kp.q_row_stride = p.q.row_stride;
+  kp.q_head_stride = p.q.head_stride;
+  kp.k_batch_stride = k_packed ? 0 : p.k.batch_stride;
+  kp.k_row_stride = p.k.row_stride;
+  kp.k_head_stride = p.k.head_stride;
+  kp.v_batch_stride = k_packed ? 0 : p.v.batch_stride;
+  kp.v_row_stride = p.v.row_stride;
+  kp.v_head_stride = p.v.head_stride;
+  kp.o_batch_stride = q_packed ? 0 : p.out.batch_stride;
+  kp.o_row_stride = p.out.row_stride;
+  kp.o_head_stride = p.out.head_stride;
+  kp.do_batch_stride = q_packed ? 0 : p.dout.batch_stride;
+  kp.do_row_stride = p.dout.row_stride;
+  kp.do_head_stride = p.dout.head_stride;
+  kp.lse_batch_stride = q_packed ? 0 : p.lse.batch_stride;
+  kp.lse_row_stride = p.lse.row_stride;
+  kp.lse_head_stride = p.lse.head_stride;
+  kp.dq_batch_stride = q_packed ? 0 : p.dq.batch_stride;
+  kp.dq_row_stride = p.dq.row_stride;
+  kp.dq_head_stride = p.dq.head_stride;
+  kp.dk_batch_stride = k_packed ? 0 : p.dk.batch_stride;
+  kp.dk_row_stride = p.dk.row_stride;
+  kp.dk_head_stride = p.dk.head_stride;
+  kp.dv_batch_stride = k_packed ? 0 : p.dv.batch_stride;
+  kp.dv_row_stride = p.dv.row_stride;
+  kp.dv_head_stride = p.dv.head_stride;
+  kp.cu_seqlens_q = p.cu_seqlens_q;
+  kp.cu_seqlens_k = p.cu_seqlens_k;
+  kp.seqused_k = p.seqused_k;
+  kp.batch = p.batch;
+  kp.num_heads = p.num_heads;
+  kp.num_heads_k = p.num_heads_k;
+  kp.head_group = p.num_heads / p.num_heads_k;
+  kp.seqlen_q = p.seqlen_q;
+  kp.seqlen_k = p.seqlen_k;
+  // Logit constants of numerics.md, each one f32 product or quotient,
+  // exactly as the forward forms them.
+  constexpr float kLog2e = 1.4426950408889634f;
+  kp.softmax_scale = p.softmax_scale;
+  kp.scale_log2 = p.softmax_scale * kLog2e;
+  kp.has_softcap = p.softcap > 0.f;
+  kp.softcap_in = kp.has_softcap ? p.softmax_scale / p.softcap : 0.f;
+  kp.softcap_out = kp.has_softcap ? p.softcap * kLog2e : 0.f;
+  kp.window_left = p.window_left;
+  kp.window_right = p.window_right;
+
+  BwdLaunchShape shape{-1, -1, -1, sm_count(), max_ctas_from_env(),
+                       static_cast<cudaStream_t>(p.stream)};
+  if (shape.num_sms <= 0) return fail(SB_CUDA_ERROR, std::string(who) + "no CUDA device");
+
+  const bool bf16 = p.dtype == SB_BF16;
+  switch (p.head_dim) {
+    case 64: return bf16 ? launch<64, true>(p, kp, shape) : launch<64, false>(p, kp, shape);
+    case 128: return bf16 ? launch<128, true>(p, kp, shape) : launch<128, false>(p, kp, shape);
+    default: return bf16 ? launch<256, true>(p, kp, shape) : launch<256, false>(p, kp, shape);
+  }
+}
+
+}  // namespace samebits::cuda::sm90

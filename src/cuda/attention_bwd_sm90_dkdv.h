@@ -1,0 +1,283 @@
+// sm90 attention backward, pass 2: dK and dV.
+//
+// Work unit: (sequence b, KV head g, KV block n of Cfg::kBlockN keys). The
+// CTA keeps K_n and V_n in shared memory and its dK, dV accumulators in
+// registers for the whole unit, and streams (Q, dO, lse2, D) tiles of
+// kBlockM query rows in this order:
+//   for h in g's query heads, ascending:
+//     for m over the query tiles that see a key of block n, ascending:
+//       S^T  = K_wg Q_m^T            (64 x Bm, k16 chain over d)
+//       dP^T = V_wg dO_m^T           (64 x Bm)
+//       P^T  = exp2(fma(x, k, -lse2))           (sm90 exponent form, masked)
+//       dV  += round(P^T) dO_m       (k16 chain over the tile's rows, ascending)
+//       G^T  = P^T (dP^T - D) [* (1 - h^2)]
+//       dK  += round(G^T) Q_m
+// then dK = round(scale * dK), dV = round(dV), rows past seqused_k zero.
+// Every dk/dv element is therefore one f32 wgmma accumulator that sees the
+// k16 steps of (head, query row) in ascending order (numerics.md
+// "Backward"); skipped tiles would add exact zeros.
+//
+// Warpgroups: each owns 64 keys (both products) for head dim 64; for head
+// dims 128 and 256 both own the same 64 keys, warpgroup 0 computing dV and
+// warpgroup 1 dK (BwdConfig::kSplitRoles, which says why).
+//
+// Synchronization (one CTA, no mbarriers): all 256 threads issue cp.async
+// loads; a tile is ready after cp.async.wait_group + fence.proxy.async (the
+// generic-proxy writes become visible to wgmma's async proxy) + __syncthreads.
+// Stage s of the (Q, dO, lse2, D) double buffer is refilled for tile t + 2
+// only after the __syncthreads that ends tile t, by which point every
+// warpgroup has waited for its wgmmas of tile t (wgmma_wait<0>).
+#pragma once
+
+#include "cuda/attention_bwd_sm90_common.h"
+
+namespace samebits::cuda::sm90::bwd {
+
+template <class Cfg>
+struct DkdvKernel {
+  static constexpr int kD = Cfg::kHeadDim;
+  static constexpr int kBn = Cfg::kBlockN;
+  static constexpr int kBm = Cfg::kBlockM;
+  static constexpr int kT = Cfg::kThreads;
+  static constexpr int kSRegs = kBm / 2;  // S^T slice: 64 x Bm f32 over 128 threads
+  static constexpr int kAccRegs = kD / 2;
+
+  struct Smem {
+    uint8_t* base;
+    __device__ uint8_t* k() const { return base + Cfg::kDkdvOffK; }
+    __device__ uint8_t* v() const { return base + Cfg::kDkdvOffV; }
+    __device__ uint8_t* q(int s) const { return base + Cfg::kDkdvOffQ + s * Cfg::kQTileBytes; }
+    __device__ uint8_t* dout(int s) const { return base + Cfg::kDkdvOffDo + s * Cfg::kQTileBytes; }
+    __device__ float* lse2(int s) const {
+      return reinterpret_cast<float*>(base + Cfg::kDkdvOffRow) + s * 2 * kBm;
+    }
+    __device__ float* dd(int s) const { return lse2(s) + kBm; }
+  };
+
+  // Issues the loads of tile (h, m) into stage s: Q and dO rows (zero past
+  // lq) by cp.async, lse2 = lse * log2e and D by plain loads (+inf and 0
+  // past lq, so P = 0 there even before the mask).
+  __device__ static void load_q_tile(const AttentionBwdParams& p, const Smem& sm, const SeqGeom& sg,
+                                     int b, int h, int m, int s, int tid) {
+    const int m0 = m * kBm;
+    const int valid = sg.lq - m0;
+    const int64_t row0 = sg.q_row0 + m0;
+    const uint16_t* qsrc = static_cast<const uint16_t*>(p.q) + b * p.q_batch_stride +
+                           row0 * p.q_row_stride + h * p.q_head_stride;
+    const uint16_t* dsrc = static_cast<const uint16_t*>(p.dout) + b * p.do_batch_stride +
+                           row0 * p.do_row_stride + h * p.do_head_stride;
+    load_tile<kBm, kD, kT>(sm.q(s), qsrc, p.q_row_stride, valid, tid);
+    load_tile<kBm, kD, kT>(sm.dout(s), dsrc, p.do_row_stride, valid, tid);
+    if (tid < kBm) {
+      float l2 = CUDART_INF_F, dd = 0.f;
+      if (tid < valid) {
+        const int64_t r = row0 + tid;
+        constexpr float kLog2e = 1.4426950408889634f;
+        l2 = __fmul_rn(p.lse[b * p.lse_batch_stride + r * p.lse_row_stride + h * p.lse_head_stride],
+                       kLog2e);
+        dd = *reinterpret_cast<const float*>(static_cast<const uint16_t*>(p.dq) +
+                                             b * p.dq_batch_stride + r * p.dq_row_stride +
+                                             h * p.dq_head_stride);
+      }
+      sm.lse2(s)[tid] = l2;
+      sm.dd(s)[tid] = dd;
+    }
+  }
+
+  // One (h, m) tile for one warpgroup. kDV / kDK: which accumulators it owns.
+  template <bool kDV, bool kDK>
+  __device__ static void tile(const Smem& sm, int s, const BwdScore& score,
+                              const BwdVisibility& vis, int m0, int key0, int lane, int warp,
+                              float (&acc_dv)[kDV ? kAccRegs : 1],
+                              float (&acc_dk)[kDK ? kAccRegs : 1]) {
+    int klo, khi;
+    vis.keys_of_rows(m0, m0 + kBm - 1, klo, khi);
+    if (khi < klo || khi < key0 || klo > key0 + 63) return;  // adds exact zeros: skip
+    const bool full = vis.all_visible(m0, kBm, key0, 64);
+
+    constexpr uint32_t kRow = Cfg::kRowBytes;
+    const uint32_t k_addr = smem_addr(sm.k()) + (key0 % kBn) * kRow;
+    const uint32_t v_addr = smem_addr(sm.v()) + (key0 % kBn) * kRow;
+    const uint32_t q_addr = smem_addr(sm.q(s));
+    const uint32_t do_addr = smem_addr(sm.dout(s));
+    const float* lse2 = sm.lse2(s);
+    const float* dd = sm.dd(s);
+    const int q4 = lane % 4;
+    const int key_r = key0 + warp * 16 + lane / 4;  // key of this thread's accumulator row 0
+
+    float st[kSRegs];
+    float dpt[kSRegs];
+    uint32_t af[kBm / 16][4];
+    // gemm K_wg * Q^T -> S^T (group 1); gemm V_wg * dO^T -> dP^T (group 2)
+    issue_ss<kBm, kD, Cfg::kBf16>(st, k_addr, kBn * kRow, q_addr, kBm * kRow);
+    if constexpr (kDK) issue_ss<kBm, kD, Cfg::kBf16>(dpt, v_addr, kBn * kRow, do_addr, kBm * kRow);
+    wgmma_wait<kDK ? 1 : 0>();  // S^T landed (dP^T may still run)
+    fence_regs(st);
+
+    // Element e = 4c + 2hh + jj of a 64 x Bm slice: key key_r + 8hh,
+    // query row m0 + 8c + 2q4 + jj.
+    auto visible = [&](int e) {
+      const int c = e / 4, hh = (e / 2) % 2, jj = e % 2;
+      return full || vis.visible(m0 + 8 * c + 2 * q4 + jj, key_r + 8 * hh);
+    };
+    auto col = [&](int e) { return 8 * (e / 4) + 2 * q4 + (e % 2); };
+
+    // P^T: in place when nothing needs the raw score again (no softcap),
+    // else computed on the fly for the A fragments and again for G.
+    const bool p_in_place = kDV && !score.softcap;
+    if constexpr (kDV) {
+      if (p_in_place) {
+#pragma unroll
+        for (int e = 0; e < kSRegs; ++e) st[e] = visible(e) ? score.p(st[e], lse2[col(e)]) : 0.f;
+        pack_a<kBm, Cfg::kBf16>(st, af);
+      } else {
+        pack_a_fn<kBm, Cfg::kBf16>(
+            [&](int e) { return visible(e) ? score.p(st[e], lse2[col(e)]) : 0.f; }, af);
+      }
+      // gemm round(P^T) * dO -> dV (group 3)
+      issue_rs<kBm, kD, Cfg::kBf16>(acc_dv, af, do_addr, kBm * kRow);
+    }
+    if constexpr (kDK) {
+      wgmma_wait<kDV ? 1 : 0>();  // dP^T landed (dV may still run)
+      fence_regs(dpt);
+#pragma unroll
+      for (int e = 0; e < kSRegs; ++e) {
+        float g = 0.f;
+        if (visible(e)) {
+          const float pv = p_in_place ? st[e] : score.p(st[e], lse2[col(e)]);
+          g = score.g(pv, dpt[e], dd[col(e)], st[e]);
+        }
+        dpt[e] = g;
+      }
+      if constexpr (kDV) {
+        wgmma_wait<0>();  // dV done: af may be rewritten
+        fence_regs(af);
+        fence_regs(acc_dv);
+      }
+      pack_a<kBm, Cfg::kBf16>(dpt, af);
+      // gemm round(G^T) * Q -> dK (group 4)
+      issue_rs<kBm, kD, Cfg::kBf16>(acc_dk, af, q_addr, kBm * kRow);
+    }
+    wgmma_wait<0>();  // every read of this stage and of af is done
+    if constexpr (kDK) fence_regs(acc_dk);
+    if constexpr (kDV) fence_regs(acc_dv);
+    fence_regs(af);
+  }
+
+  // Writes one 64-key slice: dst = round(mul * acc) for keys < lk, 0 for
+  // keys in [lk, lk_stored).
+  __device__ static void store(void* dst, int64_t batch_stride, int64_t row_stride,
+                               int64_t head_stride, int b, int g, const SeqGeom& sg, int key_r,
+                               int q4, const float (&acc)[kAccRegs], bool scale, float mul) {
+#pragma unroll
+    for (int hh = 0; hh < 2; ++hh) {
+      const int j = key_r + 8 * hh;
+      if (j >= sg.lk_stored) continue;
+      uint16_t* row = static_cast<uint16_t*>(dst) + b * batch_stride +
+                      int64_t(sg.k_row0 + j) * row_stride + g * head_stride;
+      const bool live = j < sg.lk;
+#pragma unroll
+      for (int c = 0; c < kD / 8; ++c) {
+        float x0 = acc[4 * c + 2 * hh], x1 = acc[4 * c + 2 * hh + 1];
+        if (scale) {
+          x0 = __fmul_rn(mul, x0);
+          x1 = __fmul_rn(mul, x1);
+        }
+        if (!live) x0 = x1 = 0.f;
+        *reinterpret_cast<uint32_t*>(row + 8 * c + 2 * q4) = pack2<Cfg::kBf16>(x0, x1);
+      }
+    }
+  }
+
+  template <bool kDV, bool kDK>
+  __device__ static void run(const AttentionBwdParams& p, const Smem& sm) {
+    const int tid = threadIdx.x;
+    const int wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
+    const BwdScore score(p);
+    Walker walker;
+    int b, g, n;
+    for (long unit = blockIdx.x; walker.get<true>(p, unit, p.num_heads_k, kBn, b, g, n);
+         unit += gridDim.x) {
+      const SeqGeom sg = seq_geom(p, b);
+      const BwdVisibility vis{sg.lq, sg.lk, p.window_left, p.window_right};
+      const int k0 = n * kBn;
+      const int key0 = Cfg::kSplitRoles ? k0 : k0 + 64 * wg;  // this warpgroup's first key
+
+      // K_n, V_n (keys past lk zero). The previous unit ended with a
+      // __syncthreads after its last wgmma wait, so the buffers are free.
+      {
+        const int64_t row0 = sg.k_row0 + k0;
+        const uint16_t* ks = static_cast<const uint16_t*>(p.k) + b * p.k_batch_stride +
+                             row0 * p.k_row_stride + g * p.k_head_stride;
+        const uint16_t* vs = static_cast<const uint16_t*>(p.v) + b * p.v_batch_stride +
+                             row0 * p.v_row_stride + g * p.v_head_stride;
+        load_tile<kBn, kD, kT>(sm.k(), ks, p.k_row_stride, sg.lk - k0, tid);
+        load_tile<kBn, kD, kT>(sm.v(), vs, p.v_row_stride, sg.lk - k0, tid);
+        cp_async_commit();
+      }
+
+      // Query tiles that see a key of this block.
+      int r_lo, r_hi;
+      vis.rows_of_keys(k0, k0 + kBn - 1, r_lo, r_hi);
+      const int m_lo = r_lo / kBm;
+      const int n_m = r_hi < r_lo ? 0 : r_hi / kBm - m_lo + 1;
+      const int n_tiles = n_m * p.head_group;
+
+      float acc_dv[kDV ? kAccRegs : 1];
+      float acc_dk[kDK ? kAccRegs : 1];
+#pragma unroll
+      for (int i = 0; i < (kDV ? kAccRegs : 1); ++i) acc_dv[i] = 0.f;
+#pragma unroll
+      for (int i = 0; i < (kDK ? kAccRegs : 1); ++i) acc_dk[i] = 0.f;
+
+      // Steady state, tile t in stage t % 2:
+      //   issue loads of tile t + 1 into the other stage
+      //   wait for tile t (and K, V), fence to the async proxy, sync
+      //   compute tile t (ends with wgmma_wait<0>)
+      //   sync: stage t % 2 is free for tile t + 2
+      if (n_tiles > 0) load_q_tile(p, sm, sg, b, g * p.head_group, m_lo, 0, tid);
+      cp_async_commit();
+      for (int t = 0; t < n_tiles; ++t) {
+        if (t + 1 < n_tiles)
+          load_q_tile(p, sm, sg, b, g * p.head_group + (t + 1) / n_m, m_lo + (t + 1) % n_m,
+                      (t + 1) % 2, tid);
+        cp_async_commit();
+        cp_async_wait<1>();
+        fence_proxy_async_smem();
+        __syncthreads();
+        const int m0 = (m_lo + t % n_m) * kBm;
+        tile<kDV, kDK>(sm, t % 2, score, vis, m0, key0, lane, warp, acc_dv, acc_dk);
+        __syncthreads();
+      }
+      cp_async_wait<0>();  // (only the empty groups, or K/V when no tile ran)
+      __syncthreads();     // K, V free for the next unit
+
+      const int key_r = key0 + warp * 16 + lane / 4;
+      if constexpr (kDV)
+        store(p.dv, p.dv_batch_stride, p.dv_row_stride, p.dv_head_stride, b, g, sg, key_r,
+              lane % 4, acc_dv, false, 1.f);
+      if constexpr (kDK)
+        store(p.dk, p.dk_batch_stride, p.dk_row_stride, p.dk_head_stride, b, g, sg, key_r,
+              lane % 4, acc_dk, true, p.softmax_scale);
+    }
+  }
+};
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads, 1)
+    attention_bwd_dkdv_sm90_kernel(const __grid_constant__ AttentionBwdParams p) {
+  extern __shared__ uint8_t smem_raw[];
+  using K = DkdvKernel<Cfg>;
+  const typename K::Smem sm{reinterpret_cast<uint8_t*>(
+      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023))};
+  if constexpr (Cfg::kSplitRoles) {
+    if (threadIdx.x / 128 == 0)
+      K::template run<true, false>(p, sm);
+    else
+      K::template run<false, true>(p, sm);
+  } else {
+    K::template run<true, true>(p, sm);
+  }
+}
+
+}  // namespace samebits::cuda::sm90::bwd

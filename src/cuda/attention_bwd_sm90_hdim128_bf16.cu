@@ -1,0 +1,7 @@
+// sm90 attention backward, head dim 128, bf16.
+#include "cuda/attention_bwd_sm90_launch_impl.h"
+
+namespace samebits::cuda::sm90 {
+template sb_status launch_attention_bwd<BwdConfig<128, true>>(const AttentionBwdParams&,
+                                                              const BwdLaunchShape&);
+}  // namespace samebits::cuda::sm90

@@ -1,0 +1,32 @@
+// sm90 attention backward: the host side. attention_bwd_sm90() checks what
+// the kernels support, fills AttentionBwdParams and calls the launcher of the
+// one configuration that matches (head dim, dtype); each launcher is
+// instantiated in its own .cu file (attention_bwd_sm90_hdim<D>_<dtype>.cu),
+// listed in cmake/cuda_bwd_sources.cmake. Built only with
+// -DSAMEBITS_CUDA_BACKWARD=ON (docs/backward_design.md).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "cuda/attention_bwd_sm90_params.h"
+#include "samebits/samebits.h"
+
+namespace samebits::cuda::sm90 {
+
+// Launch geometry chosen on the host (FREE: never moves a bit).
+struct BwdLaunchShape {
+  long dkdv_units;  // < 0: unknown on the host (varlen): a persistent grid
+  long dq_units;
+  long pre_units;
+  int num_sms;
+  int max_ctas;  // > 0: cap on every grid (tests use it to vary the grid)
+  cudaStream_t stream;
+};
+
+template <class Cfg>
+sb_status launch_attention_bwd(const AttentionBwdParams& params, const BwdLaunchShape& shape);
+
+// Entry point from launch.cu.
+sb_status attention_bwd_sm90(const sb_attention_params& p);
+
+}  // namespace samebits::cuda::sm90

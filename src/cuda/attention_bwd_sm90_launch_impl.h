@@ -1,0 +1,60 @@
+// Body of the per-configuration launcher of the sm90 attention backward;
+// included only by the attention_bwd_sm90_hdim<D>_<dtype>.cu files, each
+// instantiating one Cfg. Three kernels on one stream, in this order (each
+// reads what the previous one wrote; stream order is the only sync):
+//   1. preprocess: D_i into dq's rows            (attention_bwd_sm90_dq.h)
+//   2. dK, dV                                   (attention_bwd_sm90_dkdv.h)
+//   3. dQ, overwriting D                        (attention_bwd_sm90_dq.h)
+#pragma once
+
+#include <string>
+
+#include "core/backend.h"
+#include "cuda/attention_bwd_sm90_dkdv.h"
+#include "cuda/attention_bwd_sm90_dq.h"
+#include "cuda/attention_bwd_sm90_launch.h"
+
+namespace samebits::cuda::sm90 {
+
+namespace bwd_detail {
+inline long grid_of(long units, int per_sm, const BwdLaunchShape& shape) {
+  long grid = units >= 0 ? units : static_cast<long>(shape.num_sms) * per_sm;
+  if (shape.max_ctas > 0 && shape.max_ctas < grid) grid = shape.max_ctas;
+  return grid;
+}
+inline sb_status check(const char* what) {
+  const cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess)
+    return fail(SB_CUDA_ERROR, std::string("attention_bwd_sm90: ") + what + ": " + cudaGetErrorString(err));
+  return SB_OK;
+}
+}  // namespace bwd_detail
+
+template <class Cfg>
+sb_status launch_attention_bwd(const AttentionBwdParams& params, const BwdLaunchShape& shape) {
+  using namespace bwd_detail;
+  auto pre = bwd::attention_bwd_preprocess_sm90_kernel<Cfg::kHeadDim, Cfg::kBf16>;
+  auto dkdv = bwd::attention_bwd_dkdv_sm90_kernel<Cfg>;
+  auto dq = bwd::attention_bwd_dq_sm90_kernel<Cfg>;
+  if (cudaFuncSetAttribute(dkdv, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                           Cfg::kDkdvSmemBytes) != cudaSuccess ||
+      cudaFuncSetAttribute(dq, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kDqSmemBytes) !=
+          cudaSuccess)
+    return check("cudaFuncSetAttribute");
+
+  if (long g = grid_of(shape.pre_units, 8, shape); g > 0) {
+    pre<<<static_cast<unsigned>(g), bwd::kPreprocessThreads, 0, shape.stream>>>(params);
+    if (sb_status s = check("preprocess launch"); s != SB_OK) return s;
+  }
+  if (long g = grid_of(shape.dkdv_units, 1, shape); g > 0) {
+    dkdv<<<static_cast<unsigned>(g), Cfg::kThreads, Cfg::kDkdvSmemBytes, shape.stream>>>(params);
+    if (sb_status s = check("dk/dv launch"); s != SB_OK) return s;
+  }
+  if (long g = grid_of(shape.dq_units, 1, shape); g > 0) {
+    dq<<<static_cast<unsigned>(g), Cfg::kDqThreads, Cfg::kDqSmemBytes, shape.stream>>>(params);
+    if (sb_status s = check("dq launch"); s != SB_OK) return s;
+  }
+  return SB_OK;
+}
+
+}  // namespace samebits::cuda::sm90

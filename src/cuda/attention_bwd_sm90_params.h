@@ -1,0 +1,156 @@
+// sm90 attention backward: the kernels' params struct (filled on the host,
+// passed by value as a __grid_constant__), the tile configuration of each
+// (head dim, dtype) with the shared-memory layout derived from it, and the
+// per-sequence geometry every kernel of the backward reads the same way.
+// The design and the order of every reduction: docs/backward_design.md.
+#pragma once
+
+#include <stdint.h>
+
+#include "samebits/config.h"
+
+namespace samebits::cuda::sm90 {
+
+struct AttentionBwdParams {
+  // Raw views; strides in elements. For packed (varlen) tensors the batch
+  // stride is 0 and rows index the token axis.
+  const void* q;
+  const void* k;
+  const void* v;
+  const void* out;
+  const void* dout;
+  const float* lse;
+  void* dq;  // also holds D_i (f32, the first 4 bytes of row (i, h)) between
+             // the preprocess and the dq pass; see docs/backward_design.md
+  void* dk;
+  void* dv;
+  int64_t q_batch_stride, q_row_stride, q_head_stride;
+  int64_t k_batch_stride, k_row_stride, k_head_stride;
+  int64_t v_batch_stride, v_row_stride, v_head_stride;
+  int64_t o_batch_stride, o_row_stride, o_head_stride;
+  int64_t do_batch_stride, do_row_stride, do_head_stride;
+  int64_t lse_batch_stride, lse_row_stride, lse_head_stride;
+  int64_t dq_batch_stride, dq_row_stride, dq_head_stride;
+  int64_t dk_batch_stride, dk_row_stride, dk_head_stride;
+  int64_t dv_batch_stride, dv_row_stride, dv_head_stride;
+
+  // Geometry. cu_seqlens_* and seqused_k live on the device (may be null).
+  const int32_t* cu_seqlens_q;
+  const int32_t* cu_seqlens_k;
+  const int32_t* seqused_k;
+  int32_t batch;
+  int32_t num_heads;
+  int32_t num_heads_k;
+  int32_t head_group;  // num_heads / num_heads_k
+  int32_t seqlen_q;    // dense batches only
+  int32_t seqlen_k;
+
+  // Logits (docs/numerics.md "Logits"), precomputed on the host in f32
+  // exactly as the forward does: scale_log2 = softmax_scale * log2e; with
+  // softcap, softcap_in = softmax_scale / cap, softcap_out = cap * log2e.
+  float softmax_scale;
+  float scale_log2;
+  float softcap_in;
+  float softcap_out;
+  int32_t has_softcap;
+  int32_t window_left;   // < 0: unbounded
+  int32_t window_right;  // < 0: unbounded
+};
+
+// Tile configuration of one (head dim, dtype). Nothing here is BITS: the
+// backward's sums are k16 wgmma chains that run over all rows (dk, dv) or
+// all keys (dq) of a sequence in ascending order, aligned at row / key 0,
+// whatever the tile heights (docs/backward_design.md, "Why the tiles are
+// free"). Everything is FREE (speed only).
+template <int kHeadDim_, bool kBf16_>
+struct BwdConfig {
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr bool kBf16 = kBf16_;
+  static constexpr sb_dtype kDtype = kBf16 ? SB_BF16 : SB_F16;
+  static_assert(kHeadDim == 64 || kHeadDim == 128 || kHeadDim == 256, "head dim 64, 128 or 256");
+
+  static constexpr int kChunk = 64;  // columns per 128-byte swizzled chunk
+  static constexpr int kChunks = kHeadDim / kChunk;
+  static constexpr int kElemBytes = 2;
+  static constexpr int kRowBytes = kChunk * kElemBytes;  // 128: the swizzle width
+  static constexpr int kThreads = 256;                   // two warpgroups, both compute
+
+  // ---- dK/dV kernel: a CTA owns kBlockN keys of one (sequence, KV head).
+  // Head dim 64: each warpgroup owns 64 keys and accumulates both dK and dV
+  // (2 x d/2 f32 registers a thread). Head dims 128 and 256: both
+  // warpgroups own the same 64 keys, warpgroup 0 accumulates dV and
+  // warpgroup 1 dK (each recomputes S^T). Both products in one warpgroup at
+  // d = 128 need 208 registers of accumulators and operands, and the kernel
+  // spilled (ptxas: 255 registers, 220 bytes); the role split costs one
+  // extra S^T product per tile (5 products instead of 4) and halves the
+  // reuse of each streamed Q/dO tile (docs/backward_design.md, "Speed limits").
+  static constexpr bool kSplitRoles = kHeadDim > 64;
+  static constexpr int kBlockN = kSplitRoles ? 64 : 128;
+  static constexpr int kBlockM = 64;  // query rows per streamed Q / dO tile
+  static constexpr int kKVBytes = kBlockN * kHeadDim * kElemBytes;  // K or V: Bn x d
+  static constexpr int kQTileBytes = kBlockM * kHeadDim * kElemBytes;  // Q or dO: Bm x d
+  static constexpr int kStages = 2;  // Q/dO double buffer (cp.async)
+  static constexpr int kDkdvOffK = 0;
+  static constexpr int kDkdvOffV = kDkdvOffK + kKVBytes;
+  static constexpr int kDkdvOffQ = kDkdvOffV + kKVBytes;                       // [stage]
+  static constexpr int kDkdvOffDo = kDkdvOffQ + kStages * kQTileBytes;         // [stage]
+  static constexpr int kDkdvOffRow = kDkdvOffDo + kStages * kQTileBytes;       // lse2, D [stage]
+  static constexpr int kDkdvSmemBytes = kDkdvOffRow + kStages * 2 * kBlockM * 4 + 1024;
+
+  // ---- dQ kernel: a CTA owns kDqBlockM query rows of one (sequence, head),
+  // 64 per warpgroup; K/V tiles of kDqBlockN keys stream through.
+  static constexpr int kDqWarpgroups = kHeadDim <= 128 ? 2 : 1;
+  static constexpr int kDqThreads = 128 * kDqWarpgroups;
+  static constexpr int kDqBlockM = 64 * kDqWarpgroups;
+  static constexpr int kDqBlockN = 64;
+  static constexpr int kDqQBytes = kDqBlockM * kHeadDim * kElemBytes;
+  static constexpr int kDqKVBytes = kDqBlockN * kHeadDim * kElemBytes;
+  static constexpr int kDqOffQ = 0;
+  static constexpr int kDqOffDo = kDqOffQ + kDqQBytes;
+  static constexpr int kDqOffK = kDqOffDo + kDqQBytes;        // [stage]
+  static constexpr int kDqOffV = kDqOffK + kStages * kDqKVBytes;  // [stage]
+  static constexpr int kDqSmemBytes = kDqOffV + kStages * kDqKVBytes + 1024;
+
+  static_assert(kKVBytes % 1024 == 0 && kQTileBytes % 1024 == 0 && kDqKVBytes % 1024 == 0,
+                "tiles must keep 1024-byte alignment (swizzle atoms)");
+  static_assert(kDkdvSmemBytes <= 227 * 1024 && kDqSmemBytes <= 227 * 1024,
+                "shared memory over the sm90 limit");
+  static_assert(kBlockM % 16 == 0 && kDqBlockN % 16 == 0, "k16 steps");
+};
+
+// FREE. The D preprocess: query rows per work unit, threads per CTA.
+constexpr int kBwdPreprocessRows = 64;
+constexpr int kBwdPreprocessThreads = 256;
+
+// One sequence as the kernels see it.
+struct SeqGeom {
+  int q_row0;     // first row of the sequence in q-like tensors (packed), else 0
+  int k_row0;
+  int lq;          // query rows
+  int lk;          // visible keys (seqused_k when set)
+  int lk_stored;   // stored key rows (dk/dv rows to write; rows >= lk get 0)
+};
+
+__device__ __forceinline__ SeqGeom seq_geom(const AttentionBwdParams& p, int b) {
+  SeqGeom s;
+  if (p.cu_seqlens_q) {
+    s.q_row0 = p.cu_seqlens_q[b];
+    s.lq = p.cu_seqlens_q[b + 1] - s.q_row0;
+  } else {
+    s.q_row0 = 0;
+    s.lq = p.seqlen_q;
+  }
+  if (p.cu_seqlens_k) {
+    s.k_row0 = p.cu_seqlens_k[b];
+    s.lk_stored = p.cu_seqlens_k[b + 1] - s.k_row0;
+  } else {
+    s.k_row0 = 0;
+    s.lk_stored = p.seqlen_k;
+  }
+  s.lk = p.seqused_k ? p.seqused_k[b] : s.lk_stored;
+  if (s.lk > s.lk_stored) s.lk = s.lk_stored;  // never read past the stored keys
+  if (s.lk < 0) s.lk = 0;
+  return s;
+}
+
+}  // namespace samebits::cuda::sm90
