@@ -1,0 +1,7 @@
+// sm90 attention over a KV cache, head dim 256, bf16.
+#include "cuda/attention_decode_sm90_launch_impl.h"
+
+namespace samebits::cuda::sm90 {
+template sb_status launch_attention_decode<DecodeConfig<256, true>>(const AttentionDecodeParams&,
+                                                                   cudaStream_t);
+}  // namespace samebits::cuda::sm90

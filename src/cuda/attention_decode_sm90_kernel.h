@@ -1,0 +1,406 @@
+// sm90 attention over a KV cache, pass 1: the split kernel. One CTA per
+// (split, packed query tile, sequence x KV head) computes the split's
+// online-softmax state (m, l, acc) of docs/numerics.md for the 64 packed
+// rows of its tile and stores it, f32, in the workspace; pass 2
+// (attention_decode_sm90_combine.h) folds the splits of every row.
+//
+// Roles (160 threads):
+//   warps 0..3 (one warpgroup)  consumer: the forward's Consumer<Cfg> steps
+//                                (S = Q K^T, softmax step, P V), 64 rows
+//   warp 4                      producer: Q by hand; K, V blocks by TMA
+//                                (one box per page piece) or by hand with
+//                                zero fill for the sequence's last block
+//
+// Packed rows. Row r of tile t is packed row R = 64 t + r of the wave;
+// R = (i - q_begin) * head_group + g holds query row i of query head
+// hk * head_group + g. Decode (one query) packs the head_group query heads
+// of a KV group into one tile, so K and V are read once per group.
+//
+// Barriers (shared memory, DecodeConfig::kNumBarriers):
+//   q_full       producer -> consumer: Q tile written.       1 arrival
+//   k_full[s]    producer -> consumer: K block in stage s.   1 arrival (+tx)
+//   v_full[s]    producer -> consumer: V block in stage s.   1 arrival (+tx)
+//   k_empty[s]   consumer -> producer: every consumer warp finished
+//                S = Q K^T on stage s; K may be overwritten. 4 arrivals
+//   v_empty[s]   consumer -> producer: every consumer warp finished
+//                O += P V on stage s; V may be overwritten.  4 arrivals
+// Both roles walk the same blocks n_first..n_last; block it (0-based) uses
+// stage it % kStages with phase parity (it / kStages) & 1.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <math_constants.h>
+
+#include <type_traits>
+
+#include "cuda/attention_decode_sm90_params.h"
+#include "cuda/attention_fwd_sm90_mainloop.h"
+#include "cuda/attention_fwd_sm90_mask.h"
+#include "cuda/sm90_primitives.h"
+#include "cuda/wgmma_ops_sm90.h"
+
+namespace samebits::cuda::sm90 {
+
+// Keys of sequence b: seqused_k[b] (clamped to the capacity), else seqlen_k.
+__device__ __forceinline__ int decode_keys(const AttentionDecodeParams& p, int b) {
+  int lk = p.seqused_k ? p.seqused_k[b] : p.seqlen_k;
+  return max(0, min(lk, p.seqlen_k));
+}
+
+// Visibility of sequence b: bottom-right aligned over all seqlen_q query
+// rows (a wave only selects rows; positions are absolute).
+__device__ __forceinline__ Visibility decode_visibility(const AttentionDecodeParams& p, int lk) {
+  return Visibility{p.seqlen_q, lk, p.window_left, p.window_right};
+}
+
+// The forward's ScoreMod, built from the same constants (ScoreMod reads
+// only scale_log2, softcap_in, softcap_out and has_softcap).
+__device__ __forceinline__ ScoreMod decode_score_mod(const AttentionDecodeParams& p) {
+  AttentionFwdParams f;
+  f.scale_log2 = p.scale_log2;
+  f.softcap_in = p.softcap_in;
+  f.softcap_out = p.softcap_out;
+  f.has_softcap = p.has_softcap;
+  return ScoreMod(f);
+}
+
+// What one CTA of the split kernel computes; all threads derive the same.
+struct DecodeWork {
+  int b, hk, tile, split;
+  int lk;
+  int r_begin, r_end;    // packed rows [r_begin, r_end) of the wave
+  int i_first, i_last;   // their query rows (absolute)
+  int n_first, n_last;   // KV blocks of the split that any row sees (empty: n_last < n_first)
+};
+
+template <class Cfg>
+__device__ __forceinline__ DecodeWork decode_work(const AttentionDecodeParams& p) {
+  DecodeWork w;
+  w.split = blockIdx.x;
+  w.tile = blockIdx.y;
+  w.b = blockIdx.z / p.num_heads_k;
+  w.hk = blockIdx.z % p.num_heads_k;
+  w.lk = decode_keys(p, w.b);
+  w.r_begin = w.tile * Cfg::kBlockM;
+  w.r_end = min(w.r_begin + Cfg::kBlockM, p.q_count * p.head_group);
+  w.i_first = p.q_begin + w.r_begin / p.head_group;
+  w.i_last = p.q_begin + (w.r_end - 1) / p.head_group;
+  int lo, hi;
+  decode_visibility(p, w.lk).key_range(w.i_first, w.i_last, lo, hi);
+  lo = max(lo, w.split * Cfg::kSplit);
+  hi = min(hi, w.split * Cfg::kSplit + Cfg::kSplit - 1);
+  if (w.lk <= 0 || hi < lo || w.r_begin >= w.r_end) {
+    w.n_first = 0;
+    w.n_last = -1;
+  } else {
+    w.n_first = lo / Cfg::kBlockN;
+    w.n_last = hi / Cfg::kBlockN;
+  }
+  return w;
+}
+
+template <class Cfg>
+struct DecodeSmem {
+  uint8_t* base;  // 1024-byte aligned
+  __device__ uint8_t* q() const { return base + Cfg::kOffQ; }
+  __device__ uint8_t* k(int s) const { return base + Cfg::kOffK + s * Cfg::kKVBytes; }
+  __device__ uint8_t* v(int s) const { return base + Cfg::kOffV + s * Cfg::kKVBytes; }
+  __device__ uint64_t* bars() const { return reinterpret_cast<uint64_t*>(base + Cfg::kOffBarriers); }
+  __device__ uint64_t* q_full() const { return bars(); }
+  __device__ uint64_t* k_full(int s) const { return bars() + 1 + s; }
+  __device__ uint64_t* v_full(int s) const { return bars() + 1 + Cfg::kStages + s; }
+  __device__ uint64_t* k_empty(int s) const { return bars() + 1 + 2 * Cfg::kStages + s; }
+  __device__ uint64_t* v_empty(int s) const { return bars() + 1 + 3 * Cfg::kStages + s; }
+};
+
+// ------------------------------------------------------------------ producer
+template <class Cfg>
+struct DecodeProducer {
+  using Elem = std::conditional_t<Cfg::kBf16, __nv_bfloat16, __half>;
+
+  // Cache slot of logical key `key` of sequence b: (page, slot).
+  __device__ static void locate(const AttentionDecodeParams& p, int b, int key, int& page,
+                                int& slot) {
+    if (p.block_table) {
+      page = p.block_table[b * p.block_table_batch_stride + key / p.page_size];
+      slot = key % p.page_size;
+    } else {
+      page = b;
+      slot = key;
+    }
+  }
+
+  // Hand load of kRows x d into the 128B-swizzled chunk layout TMA writes
+  // (the forward's Producer::load_tile_by_hand layout): element (r, c) in
+  // chunk c / 64, row r, 16-byte unit ((c % 64) / 8) ^ (r % 8). row_ptr(r)
+  // is the row's first element, or null for a zero row. The 32 lanes of
+  // the producer warp take part; the caller fences and signals.
+  template <int kRows, class RowPtr>
+  __device__ static void load_rows(uint8_t* dst, RowPtr row_ptr, int lane) {
+    constexpr int kUnitsPerRow = Cfg::kHeadDim / 8;  // 16-byte units
+    static_assert(32 % kUnitsPerRow == 0 || kUnitsPerRow % 32 == 0, "lanes tile the rows");
+#pragma unroll 4
+    for (int idx = lane; idx < kRows * kUnitsPerRow; idx += 32) {
+      const int r = idx / kUnitsPerRow;
+      const int unit = idx % kUnitsPerRow;
+      const Elem* src = row_ptr(r);
+      uint4 val = make_uint4(0, 0, 0, 0);
+      if (src != nullptr) val = __ldg(reinterpret_cast<const uint4*>(src + unit * 8));
+      uint8_t* chunk = dst + (unit / 8) * (kRows * Cfg::kRowBytes);
+      *reinterpret_cast<uint4*>(chunk + r * Cfg::kRowBytes + (((unit % 8) ^ (r % 8)) << 4)) = val;
+    }
+  }
+
+  // After a hand load: every writer fences its generic-proxy stores toward
+  // the async proxy (wgmma reads them), the warp meets, one lane arrives.
+  __device__ static void signal(uint64_t* bar, int lane) {
+    fence_proxy_async_smem();
+    __syncwarp();
+    if (lane == 0) mbar_arrive(bar);
+  }
+
+  // A whole block (every key < lk) by TMA: Bn / box_rows boxes of box_rows
+  // slots (one page, or a piece of one), each box_rows * 128 bytes per
+  // 64-column chunk, at its row offset inside the chunk. box_rows is a
+  // multiple of 8, so every box starts on a swizzle atom. Lane j issues the
+  // boxes j, j + 32, ...; lane 0 announces the bytes first.
+  __device__ static void load_block_tma(const AttentionDecodeParams& p, const CUtensorMap* map,
+                                        uint8_t* dst, uint64_t* bar, int b, int hk, int k0,
+                                        int lane) {
+    if (lane == 0) mbar_arrive_expect_tx(bar, Cfg::kKVBytes);
+    __syncwarp();
+    const int boxes = Cfg::kBlockN / p.box_rows;
+    for (int j = lane; j < boxes; j += 32) {
+      int page, slot;
+      locate(p, b, k0 + j * p.box_rows, page, slot);
+#pragma unroll
+      for (int c = 0; c < Cfg::kChunks; ++c)
+        tma_load_4d(dst + c * Cfg::kBlockN * Cfg::kRowBytes + j * p.box_rows * Cfg::kRowBytes, map,
+                    bar, c * Cfg::kChunk, slot, hk, page);
+    }
+  }
+
+  // A block by hand: keys >= lk are zero (never read, never multiplied).
+  __device__ static void load_block_by_hand(const AttentionDecodeParams& p, const void* base,
+                                            int64_t page_stride, int64_t row_stride,
+                                            int64_t head_stride, uint8_t* dst, int b, int hk,
+                                            int k0, int lk, int lane) {
+    const Elem* cache = static_cast<const Elem*>(base);
+    load_rows<Cfg::kBlockN>(
+        dst,
+        [&](int r) -> const Elem* {
+          const int key = k0 + r;
+          if (key >= lk) return nullptr;
+          int page, slot;
+          locate(p, b, key, page, slot);
+          return cache + page * page_stride + static_cast<int64_t>(slot) * row_stride + hk * head_stride;
+        },
+        lane);
+  }
+
+  __device__ static void run(const AttentionDecodeParams& p, const DecodeWork& w,
+                             const DecodeSmem<Cfg>& smem) {
+    const int lane = threadIdx.x % 32;
+    if (lane == 0 && p.use_tma) {
+      prefetch_tensor_map(&p.tma_k);
+      prefetch_tensor_map(&p.tma_v);
+    }
+    // Q: 64 packed rows; rows past the wave are zero.
+    const Elem* q = static_cast<const Elem*>(p.q) + w.b * p.q_batch_stride;
+    const int G = p.head_group;
+    load_rows<Cfg::kBlockM>(
+        smem.q(),
+        [&](int r) -> const Elem* {
+          const int R = w.r_begin + r;
+          if (R >= w.r_end) return nullptr;
+          const int i = p.q_begin + R / G, h = w.hk * G + R % G;
+          return q + static_cast<int64_t>(i) * p.q_row_stride + h * p.q_head_stride;
+        },
+        lane);
+    signal(smem.q_full(), lane);
+
+    // K, V blocks ascending; a stage is refilled once every consumer warp
+    // released it (k_empty, v_empty).
+    for (int n = w.n_first, it = 0; n <= w.n_last; ++n, ++it) {
+      const int s = it % Cfg::kStages;
+      const uint32_t parity = (it / Cfg::kStages) & 1;
+      const int k0 = n * Cfg::kBlockN;
+      if (p.use_tma && k0 + Cfg::kBlockN <= w.lk) {
+        mbar_wait(smem.k_empty(s), parity ^ 1);
+        load_block_tma(p, &p.tma_k, smem.k(s), smem.k_full(s), w.b, w.hk, k0, lane);
+        mbar_wait(smem.v_empty(s), parity ^ 1);
+        load_block_tma(p, &p.tma_v, smem.v(s), smem.v_full(s), w.b, w.hk, k0, lane);
+      } else {
+        mbar_wait(smem.k_empty(s), parity ^ 1);
+        load_block_by_hand(p, p.k, p.k_page_stride, p.k_row_stride, p.k_head_stride, smem.k(s), w.b,
+                           w.hk, k0, w.lk, lane);
+        signal(smem.k_full(s), lane);
+        mbar_wait(smem.v_empty(s), parity ^ 1);
+        load_block_by_hand(p, p.v, p.v_page_stride, p.v_row_stride, p.v_head_stride, smem.v(s), w.b,
+                           w.hk, k0, w.lk, lane);
+        signal(smem.v_full(s), lane);
+      }
+    }
+  }
+};
+
+// ------------------------------------------------------------------ consumer
+// The forward's per-block steps, in the forward's order for one split:
+//   first block of the split:  S = Q K^T; softmax step; P V onto acc = 0
+//   later blocks:              S = Q K^T; softmax step; acc *= alpha; P V
+// (attention_fwd_sm90_kernel.h: prologue / new_split for the first block,
+// rescale + issue_pv for the others). Only the mask is applied here instead
+// of inside Consumer::softmax_update, because a packed tile's rows are not
+// the consecutive query rows that softmax_update's Visibility walk assumes;
+// see apply_logits_and_mask.
+template <class Cfg>
+struct DecodeConsumer {
+  using C = Consumer<Cfg>;
+  static constexpr int kBn = Cfg::kBlockN;
+
+  // The transform softmax_update would apply (ScoreMod: tanh softcap, or
+  // t = s * c when the exponent form cannot keep raw scores), then -inf for
+  // keys outside [lo[h], hi[h]] of row h, exactly the forward's element
+  // order (transform, then mask). Afterwards softmax_update runs with
+  // `plain`, a ScoreMod that applies no transform and keeps the exponent
+  // multiplier: its max / exp2 / row-sum steps are then the forward's.
+  __device__ static void apply_logits_and_mask(float (&s)[C::kSRegs], const ScoreMod& score,
+                                               bool masked, const int (&lo)[2], const int (&hi)[2],
+                                               int k0, int q4) {
+    if (score.softcap) {
+#pragma unroll
+      for (int i = 0; i < C::kSRegs; ++i) s[i] = score.capped(s[i]);
+    } else if (!score.raw) {
+#pragma unroll
+      for (int i = 0; i < C::kSRegs; ++i) s[i] = score.scaled(s[i]);
+    }
+    if (!masked) return;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int l = lo[h] - (k0 + 2 * q4), r = hi[h] - (k0 + 2 * q4);  // relative to this thread's first column
+#pragma unroll
+      for (int c = 0; c < kBn / 8; ++c)
+#pragma unroll
+        for (int j = 0; j < 2; ++j) {
+          const int col = 8 * c + j;
+          if (col < l || col > r) s[4 * c + 2 * h + j] = -CUDART_INF_F;
+        }
+    }
+  }
+
+  __device__ static void run(const AttentionDecodeParams& p, const DecodeWork& w,
+                             const DecodeSmem<Cfg>& smem) {
+    const int tid = threadIdx.x;  // 0..127: the consumer warpgroup
+    const int warp = tid / 32, lane = tid % 32, q4 = lane % 4;
+    const Visibility vis = decode_visibility(p, w.lk);
+    const ScoreMod score = decode_score_mod(p);
+    ScoreMod plain = score;
+    plain.softcap = false;
+    plain.raw = true;  // no transform in softmax_update; exp_scale stays the forward's
+
+    // This thread's two packed rows (h = 0, 1: tile rows g and g + 8 of its
+    // warp's 16) and the keys [lo, hi] each sees.
+    int row_i[2], row_h[2], lo[2], hi[2];
+    bool valid[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int R = w.r_begin + warp * 16 + lane / 4 + 8 * h;
+      valid[h] = R < w.r_end;
+      row_i[h] = p.q_begin + R / p.head_group;
+      row_h[h] = w.hk * p.head_group + R % p.head_group;
+      if (valid[h]) {
+        vis.row_bounds(row_i[h], lo[h], hi[h]);
+      } else {
+        lo[h] = 0;  // a zero row past the wave sees nothing
+        hi[h] = -1;
+      }
+    }
+
+    SplitState<Cfg> st;
+    st.reset();
+    float sacc[C::kSRegs];
+    uint32_t pf[kBn / 16][4];
+    float alpha[2];
+    const uint32_t q_addr = smem_addr(smem.q());
+    mbar_wait(smem.q_full(), 0);
+    for (int n = w.n_first, it = 0; n <= w.n_last; ++n, ++it) {
+      const int s = it % Cfg::kStages;
+      const uint32_t parity = (it / Cfg::kStages) & 1;
+      const int k0 = n * kBn;
+
+      // gemm Q * K_n -> S
+      mbar_wait(smem.k_full(s), parity);
+      C::issue_qk(sacc, q_addr, smem_addr(smem.k(s)));
+      wgmma_wait<0>();
+#pragma unroll
+      for (int i = 0; i < C::kSRegs; ++i) reg_fence(sacc[i]);
+      if (lane == 0) mbar_arrive(smem.k_empty(s));  // release K_n
+
+      // softmax step -> P_n (f32 in sacc), alpha_n
+      const bool masked = !vis.block_fully_visible(w.i_first, w.i_last, k0, kBn);
+      apply_logits_and_mask(sacc, score, masked, lo, hi, k0, q4);
+      C::softmax_update(sacc, st.m, st.l, alpha, plain, vis, /*masked=*/false, 0, k0, q4);
+      if (it > 0) C::rescale(st.acc, alpha);  // the first block adds onto acc = 0
+      C::pack_p(sacc, pf);
+
+      // gemm P_n * V_n -> O (accumulating)
+      mbar_wait(smem.v_full(s), parity);
+      C::issue_pv(st.acc, pf, smem_addr(smem.v(s)));
+      wgmma_wait<0>();
+#pragma unroll
+      for (int i = 0; i < Cfg::kHeadDim / 2; ++i) reg_fence(st.acc[i]);
+#pragma unroll
+      for (int kk = 0; kk < kBn / 16; ++kk)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) reg_fence(pf[kk][r]);
+      if (lane == 0) mbar_arrive(smem.v_empty(s));  // release V_n
+    }
+
+    // The split's (m, l, acc) of each valid row, f32, to the workspace.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (!valid[h]) continue;
+      const int64_t row = (static_cast<int64_t>(w.b) * p.num_heads + row_h[h]) * p.q_count +
+                          (row_i[h] - p.q_begin);
+      const int64_t slot = row * p.max_splits + w.split;
+      float* acc = p.ws_acc + slot * Cfg::kHeadDim;
+#pragma unroll
+      for (int c = 0; c < Cfg::kHeadDim / 8; ++c)
+        *reinterpret_cast<float2*>(acc + 8 * c + 2 * q4) =
+            make_float2(st.acc[4 * c + 2 * h], st.acc[4 * c + 2 * h + 1]);
+      if (q4 == 0) *reinterpret_cast<float2*>(p.ws_ml + slot * 2) = make_float2(st.m[h], st.l[h]);
+    }
+  }
+};
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kThreads, 1)
+    attention_decode_split_sm90_kernel(const __grid_constant__ AttentionDecodeParams p) {
+  const DecodeWork w = decode_work<Cfg>(p);
+  if (w.n_last < w.n_first) return;  // no row of the tile sees a key of this split
+
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t raw = smem_addr(smem_raw);
+  const DecodeSmem<Cfg> smem{smem_raw + ((1024 - (raw % 1024)) % 1024)};
+  if (threadIdx.x == 0) {
+    mbar_init(smem.q_full(), 1);
+    for (int s = 0; s < Cfg::kStages; ++s) {
+      mbar_init(smem.k_full(s), 1);
+      mbar_init(smem.v_full(s), 1);
+      mbar_init(smem.k_empty(s), 4);
+      mbar_init(smem.v_empty(s), 4);
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();
+
+  // Warp index, made warp-uniform for the compiler.
+  const int warp = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 32), 0);
+  if (warp < 4)
+    DecodeConsumer<Cfg>::run(p, w, smem);
+  else
+    DecodeProducer<Cfg>::run(p, w, smem);
+}
+
+}  // namespace samebits::cuda::sm90

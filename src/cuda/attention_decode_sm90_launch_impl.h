@@ -1,0 +1,58 @@
+// Body of the per-configuration launcher; included only by the
+// attention_decode_sm90_hdim<D>_<dtype>.cu files, each instantiating one Cfg.
+#pragma once
+
+#include <mutex>
+#include <string>
+
+#include "core/backend.h"
+#include "cuda/attention_decode_sm90_combine.h"
+#include "cuda/attention_decode_sm90_kernel.h"
+#include "cuda/attention_decode_sm90_launch.h"
+
+namespace samebits::cuda::sm90 {
+
+template <class Cfg>
+sb_status launch_attention_decode(const AttentionDecodeParams& params, cudaStream_t stream) {
+  auto split_kernel = attention_decode_split_sm90_kernel<Cfg>;
+  auto combine_kernel = attention_decode_combine_sm90_kernel<Cfg>;
+  // The shared-memory opt-in is a per-device function attribute: set once
+  // per device (not inside every call, so a CUDA-graph capture issues only
+  // launches).
+  static std::mutex mu;
+  static uint64_t done_devices = 0;
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return fail(SB_CUDA_ERROR, "attention_decode_sm90: cudaGetDevice");
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (dev >= 64 || !(done_devices >> dev & 1)) {
+      cudaError_t err = cudaFuncSetAttribute(split_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                             Cfg::kSmemBytes);
+      if (err != cudaSuccess)
+        return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: cudaFuncSetAttribute: ") +
+                                       cudaGetErrorString(err));
+      if (dev < 64) done_devices |= uint64_t(1) << dev;
+    }
+  }
+  // Pass 1: x = split, y = packed query tile, z = sequence x KV head. CTAs
+  // whose split no row of the tile sees exit at once.
+  const dim3 grid1(static_cast<unsigned>(params.max_splits), static_cast<unsigned>(params.tiles_per_seq),
+                   static_cast<unsigned>(params.batch * params.num_heads_k));
+  split_kernel<<<grid1, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(params);
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess)
+    return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: split kernel launch: ") +
+                                   cudaGetErrorString(err));
+  // Pass 2: one warp per output row.
+  using Combine = DecodeCombine<Cfg>;
+  const int64_t rows = static_cast<int64_t>(params.batch) * params.num_heads * params.q_count;
+  const dim3 grid2(static_cast<unsigned>((rows + Combine::kWarps - 1) / Combine::kWarps));
+  combine_kernel<<<grid2, Combine::kThreads, 0, stream>>>(params);
+  err = cudaGetLastError();
+  if (err != cudaSuccess)
+    return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: combine kernel launch: ") +
+                                   cudaGetErrorString(err));
+  return SB_OK;
+}
+
+}  // namespace samebits::cuda::sm90

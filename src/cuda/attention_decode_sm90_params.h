@@ -1,0 +1,143 @@
+// sm90 attention over a KV cache (decode, speculative verify, chunked
+// prefill): the params struct of the split kernel and the combine kernel
+// (filled on the host, passed by value as a __grid_constant__), the tile
+// configuration of each (head dim, dtype), and the workspace layout.
+//
+// The numerics are the forward's (docs/numerics.md; docs/decode_design.md
+// says which forward function computes each step). Everything in this file
+// except kBlockN and kSplit is FREE: it shapes the work, never a reduction.
+#pragma once
+
+#include <cuda.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "samebits/config.h"
+
+namespace samebits::cuda::sm90 {
+
+struct AttentionDecodeParams {
+  // Tensor maps over the K and V caches as 4D (dim, slot, head, page) with
+  // 128-byte swizzled boxes of 64 columns x box_rows slots. A contiguous
+  // cache is a paged cache with one page of seqlen_k slots per sequence
+  // (page = sequence). Only used when use_tma is set.
+  CUtensorMap tma_k, tma_v;
+
+  // Raw views. q, out: (batch, seqlen_q, num_heads, d); k, v: (page, slot,
+  // num_heads_k, d); lse: (batch, num_heads, seqlen_q) f32. Strides in
+  // elements.
+  const void* q;
+  const void* k;
+  const void* v;
+  void* out;
+  float* lse;
+  int64_t q_batch_stride, q_row_stride, q_head_stride;
+  int64_t k_page_stride, k_row_stride, k_head_stride;
+  int64_t v_page_stride, v_row_stride, v_head_stride;
+  int64_t o_batch_stride, o_row_stride, o_head_stride;
+  int64_t lse_batch_stride, lse_row_stride, lse_head_stride;
+
+  // Geometry. seqused_k and block_table live on the device; seqused_k may be
+  // null (every sequence has seqlen_k keys), block_table is null for a
+  // contiguous cache.
+  const int32_t* seqused_k;
+  const int32_t* block_table;
+  int64_t block_table_batch_stride;
+  int32_t page_size;  // paged: slots per page; contiguous: seqlen_k
+  int32_t box_rows;   // slots per TMA box: min(page_size, kBlockN)
+  int32_t use_tma;    // 0: every K/V block is loaded by hand (odd page sizes or strides)
+  int32_t batch;
+  int32_t num_heads;
+  int32_t num_heads_k;
+  int32_t head_group;  // num_heads / num_heads_k: query heads packed into one tile
+  int32_t seqlen_q;    // query rows per sequence (dense q)
+  int32_t seqlen_k;    // cache capacity in keys; seqused_k is clamped to it
+
+  // Logits: the forward's constants (AttentionFwdParams), computed on the
+  // host by the same f32 expressions.
+  float scale_log2;
+  float softcap_in;
+  float softcap_out;
+  int32_t has_softcap;
+  int32_t window_left;   // < 0: unbounded
+  int32_t window_right;  // < 0: unbounded
+
+  // This launch (a "wave") covers query rows [q_begin, q_begin + q_count) of
+  // every sequence; the host cuts seqlen_q into waves so that one wave's
+  // partials fit the workspace (FREE: waves never share a reduction).
+  int32_t q_begin;
+  int32_t q_count;
+  int32_t tiles_per_seq;  // packed 64-row tiles per (sequence, KV head): ceil(q_count * head_group / 64)
+  int32_t max_splits;     // ceil(seqlen_k / kSplit): the split stride of the workspace
+
+  // Workspace (f32 partials of every split, see DecodeWorkspace).
+  float* ws_acc;  // [row][split][d]
+  float* ws_ml;   // [row][split][2]: (m, l)
+};
+
+// Workspace layout of one wave. Row index: ((b * num_heads + h) * q_count +
+// (i - q_begin)); every row has max_splits slots, of which only the splits
+// the row sees are written and read. Both arrays start 256-byte aligned.
+struct DecodeWorkspace {
+  static constexpr size_t kAlign = 256;
+  static size_t align_up(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+  static size_t acc_bytes(int64_t rows, int max_splits, int head_dim) {
+    return align_up(static_cast<size_t>(rows) * max_splits * head_dim * sizeof(float));
+  }
+  static size_t ml_bytes(int64_t rows, int max_splits) {
+    return align_up(static_cast<size_t>(rows) * max_splits * 2 * sizeof(float));
+  }
+  // Bytes for `q_rows` query rows of every (sequence, head).
+  static size_t bytes(int batch, int num_heads, int q_rows, int max_splits, int head_dim) {
+    const int64_t rows = static_cast<int64_t>(batch) * num_heads * q_rows;
+    return acc_bytes(rows, max_splits, head_dim) + ml_bytes(rows, max_splits) + kAlign;
+  }
+};
+
+// Tile configuration of one (head dim, dtype). The names the forward's
+// Consumer<Cfg> reads (kHeadDim, kBf16, kBlockN, kBlockM, kRowBytes) mean
+// exactly what they mean in FwdConfig, so Consumer<DecodeConfig> runs the
+// forward's own S = Q K^T, softmax step and P V (attention_fwd_sm90_mainloop.h).
+template <int kHeadDim_, bool kBf16_>
+struct DecodeConfig {
+  static constexpr int kHeadDim = kHeadDim_;
+  static constexpr bool kBf16 = kBf16_;
+  static constexpr sb_dtype kDtype = kBf16 ? SB_BF16 : SB_F16;
+
+  // BITS (config.h): keys per KV block and per split, the forward's.
+  static constexpr int kBlockN = kv_block_size(kArchSm90, kHeadDim, kDtype);
+  static constexpr int kSplit = split_size(kArchSm90, kHeadDim, kDtype);
+  static_assert(kBlockN == 64 || kBlockN == 128, "KV block must be one wgmma N");
+  static_assert(kSplit % kBlockN == 0, "a split holds whole KV blocks");
+  static constexpr int kBlocksPerSplit = kSplit / kBlockN;
+
+  // FREE. One consumer warpgroup of 64 packed rows (query row x query head
+  // of one KV group) and one producer warp: 160 threads. No setmaxnreg: 160
+  // threads leave every thread the 255-register maximum.
+  static constexpr int kBlockM = 64;
+  static constexpr int kConsumerThreads = 128;
+  static constexpr int kThreads = kConsumerThreads + 32;
+  // FREE. K/V pipeline depth (a split is kBlocksPerSplit blocks).
+  static constexpr int kStages = kHeadDim <= 64 ? 6 : 3;
+
+  static constexpr int kChunk = 64;
+  static constexpr int kChunks = kHeadDim / kChunk;
+  static_assert(kHeadDim % kChunk == 0, "head dim must be a multiple of 64");
+  static constexpr int kElemBytes = 2;
+  static constexpr int kRowBytes = kChunk * kElemBytes;  // 128: the swizzle width
+
+  // Shared memory, every tile 1024-byte aligned (swizzle atoms).
+  static constexpr int kQBytes = kBlockM * kHeadDim * kElemBytes;   // Q: 64 x d
+  static constexpr int kKVBytes = kBlockN * kHeadDim * kElemBytes;  // K or V: Bn x d
+  static constexpr int kOffQ = 0;
+  static constexpr int kOffK = kOffQ + kQBytes;
+  static constexpr int kOffV = kOffK + kStages * kKVBytes;
+  static constexpr int kOffBarriers = kOffV + kStages * kKVBytes;
+  // q_full, k_full[S], v_full[S], k_empty[S], v_empty[S]
+  static constexpr int kNumBarriers = 1 + 4 * kStages;
+  static constexpr int kSmemBytes = kOffBarriers + kNumBarriers * 8 + 1024;  // + base alignment
+  static_assert(kQBytes % 1024 == 0 && kKVBytes % 1024 == 0, "tiles must keep 1024B alignment");
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm90 limit");
+};
+
+}  // namespace samebits::cuda::sm90
