@@ -17,6 +17,7 @@ from . import _lib
 from . import _validate as _V
 from . import ops as _ops  # registers torch.ops.samebits.*
 from .ops import set_num_threads
+from ._validate import set_value_checks
 
 __version__ = "0.1.0"
 
@@ -111,5 +112,6 @@ from .mode import set_batch_invariant_mode  # noqa: E402
 
 __all__ = [
     "attention", "attention_varlen", "attention_with_kvcache", "set_num_threads", "kv_block_size",
-    "split_size", "cuda_built", "cuda_supported", "set_batch_invariant_mode", "dense", "flash_attn_func", "flash_attn_varlen_func", "flash_attn_with_kvcache",
+    "split_size", "cuda_built", "cuda_supported", "set_batch_invariant_mode", "dense", "set_value_checks",
+    "flash_attn_func", "flash_attn_varlen_func", "flash_attn_with_kvcache",
 ]

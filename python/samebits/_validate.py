@@ -148,8 +148,24 @@ def check_cu_seqlens(cu_seqlens_q, cu_seqlens_k, device: torch.device) -> None:
         _fail("cu_seqlens_k", f"length batch + 1 = {cu_seqlens_q.shape[0]} like cu_seqlens_q", cu_seqlens_k.shape[0])
 
 
+_value_checks = True
+
+
+def set_value_checks(enabled: bool) -> None:
+    """Checks of values held in tensors (cu_seqlens monotone and in range,
+    block_table entries in range, cache_seqlens within capacity) read those
+    tensors on the host: on CUDA that is a device sync per call. They are on
+    by default and always skipped while a CUDA graph is captured. A decode
+    loop that has validated its inputs once may turn them off; an invalid
+    value is then undefined behaviour (an out-of-range read on the GPU)."""
+    global _value_checks
+    _value_checks = bool(enabled)
+
+
 def values_checkable(device: torch.device) -> bool:
-    """False while a CUDA graph is being captured (no host sync allowed)."""
+    """Whether to run the value checks now: on, and no CUDA graph capturing."""
+    if not _value_checks:
+        return False
     return not (device.type == "cuda" and torch.cuda.is_current_stream_capturing())
 
 

@@ -359,3 +359,21 @@ def test_flash_varlen_block_table():
     cu = torch.tensor([0, 20], dtype=i32)
     with pytest.raises(NotImplementedError, match="^block_table"):
         samebits.flash_attn_varlen_func(q, k, v, cu, cu, 20, 20, block_table=torch.zeros(1, 1, dtype=i32))
+
+
+def test_value_checks_can_be_turned_off_and_on():
+    """set_value_checks(False) skips the data-dependent checks (the ones that
+    need a host read of device tensors); the default runs them."""
+    import samebits
+    q = torch.randn(7, 2, 64)
+    k = torch.randn(7, 2, 64)
+    bad = torch.tensor([0, 5, 3, 7], dtype=torch.int32)  # not non-decreasing
+    with pytest.raises(ValueError, match="cu_seqlens_q"):
+        samebits.attention_varlen(q, k, k, bad, torch.tensor([0, 2, 4, 7], dtype=torch.int32))
+    samebits.set_value_checks(False)
+    try:
+        from samebits import _validate
+        assert not _validate.values_checkable(q.device)
+    finally:
+        samebits.set_value_checks(True)
+    assert _validate.values_checkable(q.device)

@@ -1,0 +1,126 @@
+"""Decode attention beside its peers, in one process, on one GPU.
+
+One query token per sequence attends to `context` cached keys: head dim 128,
+64 query heads over 8 KV heads (GQA 8:1), bf16. samebits reads a paged cache
+(page 64, pages scattered) through samebits.attention_with_kvcache; the peers
+read a contiguous (B, Hk, context, D) cache: PyTorch SDPA with the flash and
+cuDNN backends (enable_gqa) and compiled FlexAttention. Bandwidth = the K and
+V bytes the sequences own, read once, over the time; compared with a
+device-to-device copy (bytes read + written). Each timed call is preceded by
+a 256 MiB write that flushes L2; CUDA events; median of `--reps`.
+
+usage: python bench/bench_decode.py --out DIR [--reps 20] [--no-flex]
+(PYTHONPATH=python and SAMEBITS_LIBRARY pointing at the library when run
+from a source tree).
+"""
+import argparse
+import json
+import os
+
+import torch
+import torch.nn.functional as F
+
+import samebits
+
+H, HK, D, PAGE = 64, 8, 128, 64
+SHAPES = [(b, c) for b in (1, 4, 16, 64, 256) for c in (1024, 4096, 16384, 32768, 131072) if b * c <= 4 << 20]
+FLEX_SHAPES = {(1, 32768), (1, 131072), (16, 16384), (64, 4096)}
+
+
+def timed(fn, flush, reps):
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    fn()
+    torch.cuda.synchronize()
+    ts = []
+    for _ in range(reps):
+        flush.zero_()
+        e0.record()
+        fn()
+        e1.record()
+        e1.synchronize()
+        ts.append(e0.elapsed_time(e1))
+    ts.sort()
+    return ts[len(ts) // 2]
+
+
+def copy_bandwidth():
+    a = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    b = torch.empty_like(a)
+    ms = timed(lambda: b.copy_(a), torch.empty(1, device="cuda"), 10)
+    return 2 * a.numel() / (ms * 1e-3) / 1e9
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--no-flex", action="store_true")
+    args = ap.parse_args()
+    torch.manual_seed(0)
+    dev = "cuda"
+    # the per-call value checks read block_table on the host (a sync); a
+    # decode loop runs with them off (or under a CUDA graph, which skips them)
+    samebits.set_value_checks(False)
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
+    copy_gbs = copy_bandwidth()
+    flex = None
+    if not args.no_flex:
+        from torch.nn.attention.flex_attention import flex_attention
+        flex = torch.compile(flex_attention)
+    rows = []
+    for B, ctx in SHAPES:
+        row = {"gpu": torch.cuda.get_device_name(), "batch": B, "context": ctx, "heads": H, "kv_heads": HK,
+               "head_dim": D, "page": PAGE, "copy_gbs": copy_gbs}
+        kv_bytes = 2 * B * ctx * HK * D * 2
+        q = torch.randn(B, 1, H, D, dtype=torch.bfloat16, device=dev)
+        pages = B * ctx // PAGE
+        kc = torch.randn(pages, PAGE, HK, D, dtype=torch.bfloat16, device=dev)
+        vc = torch.randn_like(kc)
+        table = torch.randperm(pages, device=dev, dtype=torch.int32).view(B, ctx // PAGE)
+        seqlens = torch.full((B,), ctx, dtype=torch.int32, device=dev)
+        impls = {"samebits": lambda: samebits.attention_with_kvcache(q, kc, vc, cache_seqlens=seqlens,
+                                                                     block_table=table, causal=True)}
+        # the peers' contiguous cache holds the same keys in logical order
+        kd = kc[table.long().view(-1)].view(B, ctx, HK, D).transpose(1, 2).contiguous()
+        vd = vc[table.long().view(-1)].view(B, ctx, HK, D).transpose(1, 2).contiguous()
+        qd = q.transpose(1, 2)
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+            def call(backend=backend):
+                with sdpa_kernel(backend):
+                    return F.scaled_dot_product_attention(qd, kd, vd, enable_gqa=True)
+            impls[name] = call
+        if flex is not None and (B, ctx) in FLEX_SHAPES:
+            impls["flex"] = lambda: flex(qd, kd, vd, enable_gqa=True)
+        for name, fn in impls.items():
+            try:
+                ms = timed(fn, flush, args.reps)
+                row[name + "_us"] = ms * 1e3
+                row[name + "_gbs"] = kv_bytes / (ms * 1e-3) / 1e9
+            except Exception as e:  # noqa: BLE001 - a peer that cannot run this shape
+                row[name + "_error"] = f"{type(e).__name__}: {str(e)[:120]}"
+        print(json.dumps(row), flush=True)
+        rows.append(row)
+        del kc, vc, kd, vd, table
+        torch.cuda.empty_cache()
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "bench_decode.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    names = ["samebits", "flash", "cudnn", "flex"]
+    lines = [f"copy bandwidth {copy_gbs:.0f} GB/s; GB/s of K/V read (% of copy)", "",
+             "| batch | context | " + " | ".join(names) + " | samebits / best peer |",
+             "|---|---|" + "---|" * (len(names) + 1)]
+    for r in rows:
+        cells = [f"{r[n + '_gbs']:.0f} ({100 * r[n + '_gbs'] / copy_gbs:.0f}%)" if n + "_gbs" in r else "-"
+                 for n in names]
+        peers = [r[n + "_gbs"] for n in names[1:] if n + "_gbs" in r]
+        ratio = f"{r['samebits_gbs'] / max(peers):.2f}x" if peers and "samebits_gbs" in r else "-"
+        lines.append(f"| {r['batch']} | {r['context']} | " + " | ".join(cells) + f" | {ratio} |")
+    table = "\n".join(lines)
+    with open(os.path.join(args.out, "bench_decode.md"), "w") as f:
+        f.write(table + "\n")
+    print(table)
+
+
+if __name__ == "__main__":
+    main()
