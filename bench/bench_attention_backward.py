@@ -1,0 +1,186 @@
+#!/usr/bin/env python3
+"""Attention backward benchmark: samebits beside PyTorch SDPA (cuDNN, flash,
+flash under torch.use_deterministic_algorithms) and compiled FlexAttention,
+in one process on one GPU.
+
+Method: each implementation's forward runs once per input set; the timed
+region is `torch.autograd.backward(out, dout, retain_graph=True)` alone,
+between CUDA events, rotating between two input sets, median of `--reps`
+after `--warmup` calls. FLOPs = 2.5 x the forward's 4 * B * H * L^2 * d
+(halved for causal). bf16, 16 heads, batch * L = 16k tokens. A peer that
+cannot run a configuration (for example a backend without a deterministic
+backward) is recorded with its error instead of a time. Writes raw JSON and
+a Markdown table to --out.
+
+usage: PYTHONPATH=python SAMEBITS_LIBRARY=... python bench/bench_attention_backward.py --out $OUT
+(--device cpu with tiny --lengths runs the same code as a smoke test)
+"""
+import argparse
+import json
+import os
+import statistics
+
+import torch
+import torch.nn.functional as F
+
+import samebits
+
+
+def timer(device):
+    if device == "cuda":
+        def run(fn, n_inputs, warmup, reps):
+            for i in range(warmup):
+                fn(i % n_inputs)
+            torch.cuda.synchronize()
+            ts = []
+            for i in range(reps):
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                s.record()
+                fn(i % n_inputs)
+                e.record()
+                e.synchronize()
+                ts.append(s.elapsed_time(e))
+            return statistics.median(ts)
+        return run
+
+    import time
+
+    def run_cpu(fn, n_inputs, warmup, reps):
+        for i in range(warmup):
+            fn(i % n_inputs)
+        ts = []
+        for i in range(reps):
+            t0 = time.perf_counter()
+            fn(i % n_inputs)
+            ts.append((time.perf_counter() - t0) * 1e3)
+        return statistics.median(ts)
+    return run_cpu
+
+
+def implementations(causal, flex):
+    """name -> forward(q, k, v) on (B, L, H, D) leaves, returning (B, L, H, D)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+
+    def sdpa(backend, deterministic=False):
+        def f(q, k, v):
+            prev = torch.are_deterministic_algorithms_enabled()
+            torch.use_deterministic_algorithms(deterministic)
+            try:
+                with sdpa_kernel([backend]):
+                    o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                                       is_causal=causal)
+            finally:
+                torch.use_deterministic_algorithms(prev)
+            return o.transpose(1, 2)
+        return f
+
+    impls = {
+        "samebits": lambda q, k, v: samebits.attention(q, k, v, causal=causal),
+        "cudnn": sdpa(SDPBackend.CUDNN_ATTENTION),
+        "flash": sdpa(SDPBackend.FLASH_ATTENTION),
+        "flash_det": sdpa(SDPBackend.FLASH_ATTENTION, deterministic=True),
+    }
+    if flex is not None:
+        flex_attention, create_block_mask = flex
+        masks = {}
+
+        def f(q, k, v):
+            B, L, H, _ = q.shape
+            bm = None
+            if causal:
+                if L not in masks:
+                    masks[L] = create_block_mask(lambda b, h, qi, ki: qi >= ki, None, None, L, L,
+                                                 device=q.device)
+                bm = masks[L]
+            return flex_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2),
+                                  block_mask=bm).transpose(1, 2)
+        impls["flex"] = f
+    return impls
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    ap.add_argument("--device", default="cuda")
+    ap.add_argument("--dims", default="64,128,256")
+    ap.add_argument("--lengths", default="1024,2048,4096,8192,16384")
+    ap.add_argument("--tokens", type=int, default=16384)
+    ap.add_argument("--heads", type=int, default=16)
+    ap.add_argument("--reps", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--flex-dims", default="128")
+    ap.add_argument("--no-flex", action="store_true")
+    args = ap.parse_args()
+    dev = torch.device(args.device)
+    dtype = torch.bfloat16
+    flex = None
+    if not args.no_flex and args.device == "cuda":
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+        flex = (torch.compile(flex_attention, dynamic=False), create_block_mask)
+    time_fn = timer(args.device)
+    gpu = torch.cuda.get_device_name() if args.device == "cuda" else "cpu"
+    rows = []
+    for D in [int(x) for x in args.dims.split(",")]:
+        for causal in (False, True):
+            for L in [int(x) for x in args.lengths.split(",")]:
+                B, H = max(1, args.tokens // L), args.heads
+                flops = 2.5 * 4.0 * B * H * L * L * D * (0.5 if causal else 1.0)
+                row = {"gpu": gpu, "dtype": "bf16", "head_dim": D, "causal": causal, "seqlen": L, "batch": B,
+                       "heads": H, "flops": flops}
+                impls = implementations(causal, flex if str(D) in args.flex_dims.split(",") else None)
+                for name, fwd in impls.items():
+                    try:
+                        sets = []
+                        for _ in range(2):
+                            q, k, v = (torch.randn(B, L, H, D, device=dev, dtype=dtype).requires_grad_()
+                                       for _ in range(3))
+                            out = fwd(q, k, v)
+                            sets.append((out, torch.randn_like(out), (q, k, v)))
+
+                        def bwd(i, name=name):
+                            out, dout, leaves = sets[i]
+                            det = name == "flash_det"
+                            prev = torch.are_deterministic_algorithms_enabled()
+                            torch.use_deterministic_algorithms(det)
+                            try:
+                                torch.autograd.backward(out, dout, retain_graph=True)
+                            finally:
+                                torch.use_deterministic_algorithms(prev)
+                            for t in leaves:
+                                t.grad = None
+
+                        ms = time_fn(bwd, 2, args.warmup, args.reps)
+                        row[name + "_ms"] = ms
+                        row[name + "_tflops"] = flops / (ms * 1e-3) / 1e12
+                    except Exception as e:  # noqa: BLE001 - a peer that cannot run this configuration
+                        row[name + "_error"] = f"{type(e).__name__}: {str(e)[:160]}"
+                    finally:
+                        sets = None
+                        if args.device == "cuda":
+                            torch.cuda.empty_cache()
+                if "samebits_tflops" in row:
+                    for peer in ("cudnn", "flash", "flash_det", "flex"):
+                        if peer + "_tflops" in row:
+                            row["ratio_vs_" + peer] = row["samebits_tflops"] / row[peer + "_tflops"]
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "bench_attention_backward.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+    names = ["samebits", "cudnn", "flash", "flash_det", "flex"]
+    lines = ["| d | causal | L | B | " + " | ".join(n + " TFLOP/s" for n in names) +
+             " | samebits/cuDNN | samebits/flash_det |", "|---|---|---|---|" + "---|" * (len(names) + 2)]
+    for r in rows:
+        cells = ["%.0f" % r[n + "_tflops"] if n + "_tflops" in r else "-" for n in names]
+        ratios = ["%.2fx" % r[k] if k in r else "-" for k in ("ratio_vs_cudnn", "ratio_vs_flash_det")]
+        lines.append("| %d | %s | %d | %d | %s | %s |" % (r["head_dim"], "yes" if r["causal"] else "no", r["seqlen"],
+                                                          r["batch"], " | ".join(cells), " | ".join(ratios)))
+    table = "\n".join(lines)
+    with open(os.path.join(args.out, "bench_attention_backward.md"), "w") as f:
+        f.write("GPU: %s, bf16, %d heads, batch*L = %d, backward only\n\n" % (gpu, args.heads, args.tokens) +
+                table + "\n")
+    print(table)
+
+
+if __name__ == "__main__":
+    main()
