@@ -30,8 +30,10 @@ Routed cases (the rest run PyTorch's own kernel, unchanged):
     float16/bfloat16/float32, head_dim a multiple of 8 up to 256.
 A case that is not routed but needs a gradient (an input requires grad under
 grad mode) raises NotImplementedError rather than silently running a
-batch-variant kernel; one that needs no gradient (integer sums, float64
-matmuls, masks with SDPA ...) runs PyTorch's kernel.
+batch-variant kernel. One that needs no gradient runs PyTorch's kernel:
+silently for integer arguments (exact, so batch-independent), with a
+warning once per op for floating-point ones (float64 matmuls, SDPA with a
+mask, ...), or raising NotImplementedError under strict=True.
 
 Toggling the mode does not invalidate code torch.compile already compiled:
 call torch._dynamo.reset() after switching it if compiled functions must see
@@ -42,6 +44,7 @@ from __future__ import annotations
 
 import math
 import threading
+import warnings
 from typing import Callable, Optional, Sequence
 
 import torch
@@ -59,6 +62,8 @@ _F = (torch.float32, torch.float16, torch.bfloat16)
 _lock = threading.Lock()
 _library: Optional[torch.library.Library] = None
 _devices: tuple = ()
+_strict = False
+_warned: set = set()
 
 
 class _NotRouted(Exception):
@@ -201,6 +206,22 @@ def _make_kernel(name: str, router: Callable, original, autograd_key: bool):
                 "kernel and needs a gradient (see samebits.mode's docstring for the routed cases); "
                 "disable the mode around this call or change the arguments"
             )
+        if _has_float_tensor(args, kwargs):
+            # A floating-point result from PyTorch's own kernel may depend on
+            # the batch: the one place the mode could leak, so say so.
+            if _strict:
+                raise NotImplementedError(
+                    f"samebits batch-invariant mode (strict): aten::{name} with these arguments has no "
+                    "samebits kernel (see samebits.mode's docstring for the routed cases)"
+                )
+            if name not in _warned:
+                _warned.add(name)
+                warnings.warn(
+                    f"samebits batch-invariant mode: aten::{name} with these arguments has no samebits "
+                    "kernel and runs PyTorch's own, whose result may depend on the batch "
+                    "(strict=True raises instead; warned once per op)",
+                    stacklevel=2,
+                )
         if original is None:
             raise NotImplementedError(
                 f"samebits batch-invariant mode: aten::{name} with these arguments has no samebits kernel, "
@@ -210,6 +231,17 @@ def _make_kernel(name: str, router: Callable, original, autograd_key: bool):
         return original.call_boxed(keyset, *args, **kwargs)
 
     return kernel
+
+
+def _has_float_tensor(args, kwargs) -> bool:
+    """Whether any tensor argument is floating point (integer results are
+    exact, so PyTorch's own kernel cannot make them batch-dependent)."""
+    vals = list(args) + list(kwargs.values())
+    for v in vals:
+        items = v if isinstance(v, (list, tuple)) else (v,)
+        if any(isinstance(t, torch.Tensor) and t.is_floating_point() for t in items):
+            return True
+    return False
 
 
 def _original_kernel(name: str, key):
@@ -258,11 +290,16 @@ def _normalize_devices(devices) -> tuple:
     return out
 
 
-def enable_batch_invariant_mode(devices=("cuda",)) -> None:
-    """Route the listed aten ops on `devices` ('cuda', 'cpu') to samebits."""
-    global _library, _devices
+def enable_batch_invariant_mode(devices=("cuda",), strict: bool = False) -> None:
+    """Route the listed aten ops on `devices` ('cuda', 'cpu') to samebits.
+
+    A routed op called with floating-point arguments samebits does not take
+    runs PyTorch's own kernel with a warning (once per op); with strict=True
+    it raises NotImplementedError instead."""
+    global _library, _devices, _strict
     devices = _normalize_devices(devices)
     with _lock:
+        _strict = bool(strict)
         if _library is not None:
             if _devices == devices:
                 return
@@ -297,10 +334,11 @@ class set_batch_invariant_mode:
             ...
     """
 
-    def __init__(self, enabled: bool = True, devices=("cuda",)):
+    def __init__(self, enabled: bool = True, devices=("cuda",), strict: bool = False):
         self._prev = _devices if _library is not None else None
+        self._prev_strict = _strict
         if enabled:
-            enable_batch_invariant_mode(devices)
+            enable_batch_invariant_mode(devices, strict)
         else:
             disable_batch_invariant_mode()
 
@@ -311,5 +349,5 @@ class set_batch_invariant_mode:
         if self._prev is None:
             disable_batch_invariant_mode()
         else:
-            enable_batch_invariant_mode(self._prev)
+            enable_batch_invariant_mode(self._prev, self._prev_strict)
         return False

@@ -245,3 +245,25 @@ def test_clear_errors():
         D.softmax(torch.ones(3, dtype=torch.float64))
     with pytest.raises(ValueError, match="do not match"):
         D.matmul(torch.ones(2, 3), torch.ones(4, 2))
+
+
+def test_mode_fallback_warns_and_strict_raises():
+    """An unsupported floating-point case (float64 mm) runs PyTorch's kernel
+    with a warning, or raises under strict=True; integer cases are exact and
+    run PyTorch's kernel silently."""
+    import warnings
+
+    a, b = torch.randn(3, 4, dtype=torch.float64), torch.randn(4, 5, dtype=torch.float64)
+    Mode._warned.discard("mm")
+    with Mode.set_batch_invariant_mode(devices=("cpu",)):
+        with pytest.warns(UserWarning, match="aten::mm"):
+            out = torch.mm(a, b)
+        assert torch.equal(out, a @ b)  # PyTorch's own kernel, not a wrong answer
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            ints = torch.arange(12).view(3, 4)
+            assert torch.equal(ints.sum(dim=1), torch.tensor([6, 22, 38]))
+    with Mode.set_batch_invariant_mode(devices=("cpu",), strict=True):
+        with pytest.raises(NotImplementedError, match="strict"):
+            torch.mm(a, b)
+    assert not Mode.is_batch_invariant_mode_enabled()
