@@ -11,25 +11,12 @@
 #include <vector>
 
 #include "core/backend.h"
+#include "cuda/driver_entry_points.h"
 #include "cuda/attention_decode_sm90_launch.h"
 #include "samebits/config.h"
 
 namespace samebits::cuda::sm90 {
 namespace {
-
-PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    void* ptr = nullptr;
-    cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000, cudaEnableDefault,
-                                         &q) == cudaSuccess &&
-        q == cudaDriverEntryPointSuccess)
-      fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(ptr);
-  });
-  return fn;
-}
 
 bool aligned(const void* p, size_t n) { return reinterpret_cast<uintptr_t>(p) % n == 0; }
 bool stride_ok(int64_t s) { return s % 8 == 0 && s > 0 && s * 2 < (int64_t(1) << 40); }
@@ -39,7 +26,7 @@ bool stride_ok(int64_t s) { return s % 8 == 0 && s > 0 && s * 2 < (int64_t(1) <<
 // as the forward's maps). A contiguous cache has one page per sequence.
 sb_status make_cache_map(CUtensorMap* map, const sb_view& v, bool bf16, int head_dim,
                          int64_t slots, int heads, int64_t pages, int box_rows) {
-  auto encode = encode_fn();
+  auto encode = samebits::cuda::tensor_map_encode_fn();
   if (encode == nullptr) return fail(SB_CUDA_ERROR, "cuTensorMapEncodeTiled is not available");
   cuuint64_t dims[4] = {static_cast<cuuint64_t>(head_dim), static_cast<cuuint64_t>(slots),
                         static_cast<cuuint64_t>(heads), static_cast<cuuint64_t>(pages)};

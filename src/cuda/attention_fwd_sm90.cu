@@ -5,29 +5,15 @@
 #include <cuda_runtime.h>
 
 #include <cstdlib>
-#include <mutex>
 #include <string>
 
 #include "core/backend.h"
+#include "cuda/driver_entry_points.h"
 #include "cuda/attention_fwd_sm90_launch.h"
 #include "samebits/config.h"
 
 namespace samebits::cuda::sm90 {
 namespace {
-
-PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    void* ptr = nullptr;
-    cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &ptr, 12000, cudaEnableDefault,
-                                         &q) == cudaSuccess &&
-        q == cudaDriverEntryPointSuccess)
-      fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(ptr);
-  });
-  return fn;
-}
 
 bool aligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 bool stride_ok(int64_t s) { return s % 8 == 0 && s > 0 && s * 2 < (int64_t(1) << 40); }
@@ -36,7 +22,7 @@ bool stride_ok(int64_t s) { return s % 8 == 0 && s > 0 && s * 2 < (int64_t(1) <<
 // 64 columns x box_rows rows, 128-byte swizzle (the wgmma layout).
 sb_status make_map(CUtensorMap* map, const sb_view& v, bool bf16, int head_dim, int64_t rows,
                    int heads, int batch, int box_rows, bool packed) {
-  auto encode = encode_fn();
+  auto encode = samebits::cuda::tensor_map_encode_fn();
   if (encode == nullptr) return fail(SB_CUDA_ERROR, "cuTensorMapEncodeTiled is not available");
   const int64_t batch_stride = packed ? v.row_stride : v.batch_stride;
   cuuint64_t dims[4] = {static_cast<cuuint64_t>(head_dim), static_cast<cuuint64_t>(rows),

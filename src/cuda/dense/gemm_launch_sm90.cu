@@ -20,25 +20,13 @@
 #include <string>
 
 #include "core/backend.h"
+#include "cuda/driver_entry_points.h"
 #include "cuda/dense/dense_cuda.h"
 #include "cuda/dense/gemm_launch_sm90.h"
 
 namespace samebits::cuda::dense {
 namespace sm90 {
 namespace {
-
-// ---- driver entry point of cuTensorMapEncodeTiled (no libcuda link) -------
-PFN_cuTensorMapEncodeTiled_v12000 encode_fn() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q;
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess)
-      f = nullptr;
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-  }();
-  return fn;
-}
 
 int sm_count(int device) {
   static int cache[64] = {};
@@ -66,7 +54,7 @@ bool tma_readable(const Operand& o) {
 
 // Box = 64 k x box_rows rows x 1 batch, 128-byte swizzle, zero fill outside.
 sb_status encode(CUtensorMap* map, const Operand& o, sb_dtype dt, int box_rows) {
-  auto fn = encode_fn();
+  auto fn = samebits::cuda::tensor_map_encode_fn();
   if (fn == nullptr) return fail(SB_CUDA_ERROR, "gemm: cuTensorMapEncodeTiled is not available from the driver");
   const cuuint64_t dims[3] = {cuuint64_t(o.k > 0 ? o.k : 1), cuuint64_t(o.rows), cuuint64_t(o.batches)};
   const int64_t rs = o.row_stride * 2;
