@@ -36,3 +36,13 @@ def test_trainer_step_deterministic_gradients():
         (-token_logprobs(m, ro).sum()).backward()
         grads.append([p.grad.clone() for p in m.parameters()])
     assert all(torch.equal(x, y) for x, y in zip(*grads))
+
+
+def test_cuda_rejects_head_dims_without_a_kernel(capsys):
+    """The tiny preset (head dim 16) is CPU-only; asking for it on CUDA is a
+    clear usage error before any model is built, not a kernel error later."""
+    import pytest
+    with pytest.raises(SystemExit):
+        rl.parse(["--device", "cuda", "--config", "tiny"])
+    assert "head dim 16" in capsys.readouterr().err
+    assert rl.parse(["--device", "cuda", "--config", "1b"]).dtype == "bfloat16"

@@ -132,6 +132,10 @@ def parse(argv=None):
     args.identical = args.identical if args.identical is not None else (1000 if cuda else 32)
     args.max_running = args.max_running or (256 if cuda else 32)
     args.num_pages = args.num_pages or (8192 if cuda else 512)
+    head_dim = preset(args.config).head_dim
+    if cuda and head_dim not in (64, 128, 256):
+        ap.error(f"--config {args.config} has head dim {head_dim}; the CUDA attention kernels take 64, 128 or 256 "
+                 f"(use --config 1b on CUDA, or run {args.config} on the CPU)")
     return args
 
 
