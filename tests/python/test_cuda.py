@@ -78,3 +78,36 @@ def test_backward_runs_and_is_deterministic():
     g1 = _call(torch.autograd.grad, out, (q, k, v), dout)
     g2 = torch.autograd.grad(samebits.attention(q, k, v, causal=True), (q, k, v), dout)
     assert all(torch.equal(a, b) for a, b in zip(g1, g2))
+
+
+def test_compiled_training_step_equals_eager():
+    """Issue 4, item 4: a torch.compile'd training step (samebits attention
+    forward + backward inside a transformer block, then AdamW) gives the
+    gradients and weights of the eager step bit for bit. Negative control:
+    the same step from an input one ulp away gives other gradients."""
+    from test_compile import Block
+    torch._dynamo.reset()
+
+    def step(block, x, g, compiled):
+        opt = torch.optim.AdamW(block.parameters(), lr=1e-3, foreach=False, fused=False)
+        f = torch.compile(block, fullgraph=True) if compiled else block
+        out = f(x)
+        out.backward(g)
+        grads = [p.grad.clone() for p in block.parameters()]
+        opt.step()
+        return grads + [p.detach().clone() for p in block.parameters()]
+
+    torch.manual_seed(0)
+    base = Block(dim=256, heads=4, kv_heads=2).cuda().to(torch.bfloat16)
+    x = torch.randn(2, 300, 256, device="cuda", dtype=torch.bfloat16)
+    g = torch.randn_like(x)
+    import copy
+    eager = _call(step, copy.deepcopy(base), x, g, False)
+    compiled = step(copy.deepcopy(base), x, g, True)
+    assert all(torch.equal(a, b) for a, b in zip(eager, compiled))
+    x2 = x.clone()
+    x2.view(torch.int16).view(-1)[12345] += 1  # one bf16 ulp
+    assert not torch.equal(x2, x)
+    other = step(copy.deepcopy(base), x2, g, False)
+    assert not all(torch.equal(a, b) for a, b in zip(eager, other))
+    torch._dynamo.reset()
