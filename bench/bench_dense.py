@@ -299,9 +299,13 @@ class Tiny(torch.nn.Module):
 
 def mode_checks():
     torch.manual_seed(0)
-    model = Tiny().to(dev, torch.bfloat16)
-    prompt = torch.randint(0, 1000, (1, 48), device=dev)
-    others = torch.randint(0, 1000, (63, 48), device=dev)
+    # d = 1024 with a 4096-wide MLP and a short prompt: rows alone (M = 8)
+    # and in the batch (M = 512) fall into different cuBLAS kernels (split-K
+    # at small M), so the mode-off negative control has something to catch;
+    # at d = 256 with 48-token prompts it did not (2026-11-21, H200).
+    model = Tiny(d=1024, heads=8).to(dev, torch.bfloat16)
+    prompt = torch.randint(0, 1000, (1, 8), device=dev)
+    others = torch.randint(0, 1000, (63, 8), device=dev)
     batch = torch.cat([others[:20], prompt, others[20:]])
     res = RESULTS["mode"]
     with torch.no_grad():
