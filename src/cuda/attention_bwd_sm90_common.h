@@ -29,6 +29,14 @@ __device__ __forceinline__ void cp_async_16(void* dst, const void* src, bool val
                "r"(n)
                : "memory");
 }
+// 4 bytes global -> shared (one f32 of a row vector); src_bytes = 0 writes
+// a zero and reads nothing.
+__device__ __forceinline__ void cp_async_4(void* dst, const void* src, bool valid) {
+  const uint32_t n = valid ? 4u : 0u;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(smem_addr(dst)), "l"(src),
+               "r"(n)
+               : "memory");
+}
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;" ::: "memory");
 }
@@ -49,8 +57,10 @@ __device__ __forceinline__ void load_tile(uint8_t* dst, const uint16_t* src, int
                                           int valid_rows, int tid) {
   constexpr int kUnitsPerRow = kD / 8;
   constexpr int kRowBytes = 128;
+  static_assert((kRows * kUnitsPerRow) % kThreads == 0, "whole rounds of 16-byte units");
 #pragma unroll 4
-  for (int idx = tid; idx < kRows * kUnitsPerRow; idx += kThreads) {
+  for (int it = 0; it < kRows * kUnitsPerRow / kThreads; ++it) {
+    const int idx = tid + it * kThreads;
     const int r = idx / kUnitsPerRow;
     const int unit = idx % kUnitsPerRow;
     const bool valid = r < valid_rows;

@@ -48,15 +48,15 @@ struct DkdvKernel {
     __device__ uint8_t* v() const { return base + Cfg::kDkdvOffV; }
     __device__ uint8_t* q(int s) const { return base + Cfg::kDkdvOffQ + s * Cfg::kQTileBytes; }
     __device__ uint8_t* dout(int s) const { return base + Cfg::kDkdvOffDo + s * Cfg::kQTileBytes; }
-    __device__ float* lse2(int s) const {
+    __device__ float* lse(int s) const {
       return reinterpret_cast<float*>(base + Cfg::kDkdvOffRow) + s * 2 * kBm;
     }
-    __device__ float* dd(int s) const { return lse2(s) + kBm; }
+    __device__ float* dd(int s) const { return lse(s) + kBm; }
   };
 
-  // Issues the loads of tile (h, m) into stage s: Q and dO rows (zero past
-  // lq) by cp.async, lse2 = lse * log2e and D by plain loads (+inf and 0
-  // past lq, so P = 0 there even before the mask).
+  // Issues the loads of tile (h, m) into stage s, all by cp.async: Q and dO
+  // rows, lse and D (zero past lq; those rows are masked, so P = G = 0
+  // there). lse2 = lse * log2e is formed where it is read.
   __device__ static void load_q_tile(const AttentionBwdParams& p, const Smem& sm, const SeqGeom& sg,
                                      int b, int h, int m, int s, int tid) {
     const int m0 = m * kBm;
@@ -69,18 +69,17 @@ struct DkdvKernel {
     load_tile<kBm, kD, kT>(sm.q(s), qsrc, p.q_row_stride, valid, tid);
     load_tile<kBm, kD, kT>(sm.dout(s), dsrc, p.do_row_stride, valid, tid);
     if (tid < kBm) {
-      float l2 = CUDART_INF_F, dd = 0.f;
-      if (tid < valid) {
-        const int64_t r = row0 + tid;
-        constexpr float kLog2e = 1.4426950408889634f;
-        l2 = __fmul_rn(p.lse[b * p.lse_batch_stride + r * p.lse_row_stride + h * p.lse_head_stride],
-                       kLog2e);
-        dd = *reinterpret_cast<const float*>(static_cast<const uint16_t*>(p.dq) +
-                                             b * p.dq_batch_stride + r * p.dq_row_stride +
-                                             h * p.dq_head_stride);
-      }
-      sm.lse2(s)[tid] = l2;
-      sm.dd(s)[tid] = dd;
+      const bool live = tid < valid;
+      const int64_t r = row0 + (live ? tid : 0);
+      const float* lsrc = live ? p.lse + b * p.lse_batch_stride + r * p.lse_row_stride +
+                                     h * p.lse_head_stride
+                               : p.lse;
+      const void* dsrc2 = live ? static_cast<const void*>(static_cast<const uint16_t*>(p.dq) +
+                                                          b * p.dq_batch_stride +
+                                                          r * p.dq_row_stride + h * p.dq_head_stride)
+                               : p.dq;
+      cp_async_4(sm.lse(s) + tid, lsrc, live);
+      cp_async_4(sm.dd(s) + tid, dsrc2, live);
     }
   }
 
@@ -100,10 +99,16 @@ struct DkdvKernel {
     const uint32_t v_addr = smem_addr(sm.v()) + (key0 % kBn) * kRow;
     const uint32_t q_addr = smem_addr(sm.q(s));
     const uint32_t do_addr = smem_addr(sm.dout(s));
-    const float* lse2 = sm.lse2(s);
-    const float* dd = sm.dd(s);
     const int q4 = lane % 4;
     const int key_r = key0 + warp * 16 + lane / 4;  // key of this thread's accumulator row 0
+    // lse2 = lse * log2e and D of tile column `colm` (shared memory).
+    const float* lse_s = sm.lse(s);
+    const float* dd_s = sm.dd(s);
+    auto lse2 = [&](int colm) {
+      constexpr float kLog2e = 1.4426950408889634f;
+      return __fmul_rn(lse_s[colm], kLog2e);
+    };
+    auto dd = [&](int colm) { return dd_s[colm]; };
 
     float st[kSRegs];
     float dpt[kSRegs];
@@ -121,18 +126,26 @@ struct DkdvKernel {
       return full || vis.visible(m0 + 8 * c + 2 * q4 + jj, key_r + 8 * hh);
     };
     auto col = [&](int e) { return 8 * (e / 4) + 2 * q4 + (e % 2); };
+    // Fast path (every pair visible, no softcap, positive scale): the same
+    // operations as BwdScore::p / g, without masks or mode branches.
+    const bool fast = full && score.raw;
 
     // P^T: in place when nothing needs the raw score again (no softcap),
     // else computed on the fly for the A fragments and again for G.
     const bool p_in_place = kDV && !score.softcap;
     if constexpr (kDV) {
-      if (p_in_place) {
+      if (fast) {
 #pragma unroll
-        for (int e = 0; e < kSRegs; ++e) st[e] = visible(e) ? score.p(st[e], lse2[col(e)]) : 0.f;
+        for (int e = 0; e < kSRegs; ++e)
+          st[e] = exp2_approx(__fmaf_rn(st[e], score.scale_log2, -lse2(col(e))));
+        pack_a<kBm, Cfg::kBf16>(st, af);
+      } else if (p_in_place) {
+#pragma unroll
+        for (int e = 0; e < kSRegs; ++e) st[e] = visible(e) ? score.p(st[e], lse2(col(e))) : 0.f;
         pack_a<kBm, Cfg::kBf16>(st, af);
       } else {
         pack_a_fn<kBm, Cfg::kBf16>(
-            [&](int e) { return visible(e) ? score.p(st[e], lse2[col(e)]) : 0.f; }, af);
+            [&](int e) { return visible(e) ? score.p(st[e], lse2(col(e))) : 0.f; }, af);
       }
       // gemm round(P^T) * dO -> dV (group 3)
       issue_rs<kBm, kD, Cfg::kBf16>(acc_dv, af, do_addr, kBm * kRow);
@@ -140,14 +153,23 @@ struct DkdvKernel {
     if constexpr (kDK) {
       wgmma_wait<kDV ? 1 : 0>();  // dP^T landed (dV may still run)
       fence_regs(dpt);
+      if (fast) {
+#pragma unroll
+        for (int e = 0; e < kSRegs; ++e) {
+          const float pv =
+              kDV ? st[e] : exp2_approx(__fmaf_rn(st[e], score.scale_log2, -lse2(col(e))));
+          dpt[e] = __fmul_rn(pv, __fsub_rn(dpt[e], dd(col(e))));
+        }
+      } else {
 #pragma unroll
       for (int e = 0; e < kSRegs; ++e) {
         float g = 0.f;
         if (visible(e)) {
-          const float pv = p_in_place ? st[e] : score.p(st[e], lse2[col(e)]);
-          g = score.g(pv, dpt[e], dd[col(e)], st[e]);
+          const float pv = p_in_place ? st[e] : score.p(st[e], lse2(col(e)));
+          g = score.g(pv, dpt[e], dd(col(e)), st[e]);
         }
         dpt[e] = g;
+      }
       }
       if constexpr (kDV) {
         wgmma_wait<0>();  // dV done: af may be rewritten
@@ -230,27 +252,32 @@ struct DkdvKernel {
 #pragma unroll
       for (int i = 0; i < (kDK ? kAccRegs : 1); ++i) acc_dk[i] = 0.f;
 
-      // Steady state, tile t in stage t % 2:
-      //   issue loads of tile t + 1 into the other stage
-      //   wait for tile t (and K, V), fence to the async proxy, sync
+      // Ring of kS stages, tile t in stage t % kS, one group per tile
+      // (empty groups keep the count):
+      //   prologue: tiles 0 .. kS - 2
+      //   wait until tile t (and K, V) landed, fence to the async proxy, sync:
+      //     every thread has also finished tile t - 1 (its wgmma_wait<0>),
+      //     so stage (t - 1) % kS is free
+      //   issue the loads of tile t + kS - 1 into that stage
       //   compute tile t (ends with wgmma_wait<0>)
-      //   sync: stage t % 2 is free for tile t + 2
-      if (n_tiles > 0) load_q_tile(p, sm, sg, b, g * p.head_group, m_lo, 0, tid);
-      cp_async_commit();
-      for (int t = 0; t < n_tiles; ++t) {
-        if (t + 1 < n_tiles)
-          load_q_tile(p, sm, sg, b, g * p.head_group + (t + 1) / n_m, m_lo + (t + 1) % n_m,
-                      (t + 1) % 2, tid);
+      constexpr int kS = Cfg::kStages;
+      auto load_t = [&](int t) {
+        if (t < n_tiles)
+          load_q_tile(p, sm, sg, b, g * p.head_group + t / n_m, m_lo + t % n_m, t % kS, tid);
         cp_async_commit();
-        cp_async_wait<1>();
+      };
+#pragma unroll
+      for (int t = 0; t < kS - 1; ++t) load_t(t);
+      for (int t = 0; t < n_tiles; ++t) {
+        cp_async_wait<kS - 2>();
         fence_proxy_async_smem();
         __syncthreads();
+        load_t(t + kS - 1);
         const int m0 = (m_lo + t % n_m) * kBm;
-        tile<kDV, kDK>(sm, t % 2, score, vis, m0, key0, lane, warp, acc_dv, acc_dk);
-        __syncthreads();
+        tile<kDV, kDK>(sm, t % kS, score, vis, m0, key0, lane, warp, acc_dv, acc_dk);
       }
       cp_async_wait<0>();  // (only the empty groups, or K/V when no tile ran)
-      __syncthreads();     // K, V free for the next unit
+      __syncthreads();     // K, V and every stage free for the next unit
 
       const int key_r = key0 + warp * 16 + lane / 4;
       if constexpr (kDV)

@@ -163,18 +163,24 @@ struct DqKernel {
 #pragma unroll
       for (int i = 0; i < kAccRegs; ++i) acc[i] = 0.f;
 
-      // Steady state, KV tile t in stage t % 2 (same protocol as pass 2).
-      if (n_tiles > 0) load_kv_tile(p, sm, sg, b, hk, n_lo, 0, tid);
-      cp_async_commit();
-      for (int t = 0; t < n_tiles; ++t) {
-        if (t + 1 < n_tiles) load_kv_tile(p, sm, sg, b, hk, n_lo + t + 1, (t + 1) % 2, tid);
+      // Ring of kS stages, KV tile t in stage t % kS (same protocol as
+      // pass 2: one __syncthreads per tile, after which stage (t - 1) % kS
+      // is refilled with tile t + kS - 1).
+      constexpr int kS = Cfg::kStages;
+      auto load_t = [&](int t) {
+        if (t < n_tiles) load_kv_tile(p, sm, sg, b, hk, n_lo + t, t % kS, tid);
         cp_async_commit();
-        cp_async_wait<1>();
+      };
+#pragma unroll
+      for (int t = 0; t < kS - 1; ++t) load_t(t);
+      for (int t = 0; t < n_tiles; ++t) {
+        cp_async_wait<kS - 2>();
         fence_proxy_async_smem();
         __syncthreads();
+        load_t(t + kS - 1);
         const int k0 = (n_lo + t) * kBn;
         if (w_hi >= w_lo && w_hi >= k0 && w_lo <= k0 + kBn - 1) {
-          const int s = t % 2;
+          const int s = t % kS;
           const bool full = vis.all_visible(wrow0, 64, k0, kBn);
           const uint32_t q_addr = smem_addr(sm.q()) + 64 * wg * kRow;
           const uint32_t do_addr = smem_addr(sm.dout()) + 64 * wg * kRow;
@@ -186,10 +192,25 @@ struct DqKernel {
           // gemm Q_wg * K^T -> S (group 1); gemm dO_wg * V^T -> dP (group 2)
           issue_ss<kBn, kD, Cfg::kBf16>(st, q_addr, kBm * kRow, k_addr, kBn * kRow);
           issue_ss<kBn, kD, Cfg::kBf16>(dpt, do_addr, kBm * kRow, v_addr, kBn * kRow);
+          // Element e = 4c + 2hh + jj: row row_r + 8hh, key k0 + 8c + 2q4 + jj.
+          if (full && score.raw) {
+            // Fast path (every pair visible, no softcap, positive scale):
+            // BwdScore::p and ::g without masks or mode branches; P while
+            // dP still runs.
+            wgmma_wait<1>();
+            fence_regs(st);
+#pragma unroll
+            for (int e = 0; e < kSRegs; ++e)
+              st[e] = exp2_approx(__fmaf_rn(st[e], score.scale_log2, -lse2[(e / 2) % 2]));
+            wgmma_wait<0>();
+            fence_regs(dpt);
+#pragma unroll
+            for (int e = 0; e < kSRegs; ++e)
+              dpt[e] = __fmul_rn(st[e], __fsub_rn(dpt[e], dd[(e / 2) % 2]));
+          } else {
           wgmma_wait<0>();
           fence_regs(st);
           fence_regs(dpt);
-          // Element e = 4c + 2hh + jj: row row_r + 8hh, key k0 + 8c + 2q4 + jj.
 #pragma unroll
           for (int e = 0; e < kSRegs; ++e) {
             const int c = e / 4, hh = (e / 2) % 2, jj = e % 2;
@@ -200,6 +221,7 @@ struct DqKernel {
             }
             dpt[e] = g;
           }
+          }
           pack_a<kBn, Cfg::kBf16>(dpt, af);
           // gemm round(G) * K -> dQ (group 3)
           issue_rs<kBn, kD, Cfg::kBf16>(acc, af, k_addr, kBn * kRow);
@@ -207,10 +229,9 @@ struct DqKernel {
           fence_regs(acc);
           fence_regs(af);
         }
-        __syncthreads();
       }
       cp_async_wait<0>();
-      __syncthreads();  // Q, dO free for the next unit
+      __syncthreads();  // Q, dO and every stage free for the next unit
 
       // dq = round(scale * dQ). Overwrites D of the same rows, read above by
       // this thread only... and by pass 2, which has finished.

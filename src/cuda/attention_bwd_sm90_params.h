@@ -89,12 +89,14 @@ struct BwdConfig {
   static constexpr int kBlockM = 64;  // query rows per streamed Q / dO tile
   static constexpr int kKVBytes = kBlockN * kHeadDim * kElemBytes;  // K or V: Bn x d
   static constexpr int kQTileBytes = kBlockM * kHeadDim * kElemBytes;  // Q or dO: Bm x d
-  static constexpr int kStages = 2;  // Q/dO double buffer (cp.async)
+  // Streamed-tile ring (cp.async, one __syncthreads per tile): 3 stages
+  // where shared memory allows, 2 at head dim 256.
+  static constexpr int kStages = kHeadDim <= 128 ? 3 : 2;
   static constexpr int kDkdvOffK = 0;
   static constexpr int kDkdvOffV = kDkdvOffK + kKVBytes;
   static constexpr int kDkdvOffQ = kDkdvOffV + kKVBytes;                       // [stage]
   static constexpr int kDkdvOffDo = kDkdvOffQ + kStages * kQTileBytes;         // [stage]
-  static constexpr int kDkdvOffRow = kDkdvOffDo + kStages * kQTileBytes;       // lse2, D [stage]
+  static constexpr int kDkdvOffRow = kDkdvOffDo + kStages * kQTileBytes;       // lse, D [stage]
   static constexpr int kDkdvSmemBytes = kDkdvOffRow + kStages * 2 * kBlockM * 4 + 1024;
 
   // ---- dQ kernel: a CTA owns kDqBlockM query rows of one (sequence, head),
