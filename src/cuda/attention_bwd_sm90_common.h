@@ -165,6 +165,32 @@ struct BwdVisibility {
     lo = static_cast<int>(l < 0 ? 0 : l);
     hi = static_cast<int>(h > lq - 1 ? lq - 1 : h);
   }
+  // The rows [lo, hi] that see key j (hi < lo: none), so that a mask is
+  // two compares: visible(i, j) == (lo <= i && i <= hi) for every i >= 0.
+  __device__ __forceinline__ void rows_of_key(int j, int& lo, int& hi) const {
+    const int64_t off = int64_t(lk) - lq;
+    int64_t l = right < 0 ? 0 : int64_t(j) - right - off;
+    int64_t h = left < 0 ? int64_t(lq) - 1 : int64_t(j) + left - off;
+    if (j >= lk) {
+      l = 1;
+      h = 0;
+    }
+    lo = static_cast<int>(l < 0 ? 0 : (l > lq ? lq : l));
+    hi = static_cast<int>(h > lq - 1 ? lq - 1 : (h < -1 ? -1 : h));
+  }
+  // The keys [lo, hi] that row i sees: visible(i, j) == (lo <= j && j <= hi)
+  // for every j >= 0.
+  __device__ __forceinline__ void keys_of_row(int i, int& lo, int& hi) const {
+    const int64_t ps = int64_t(i) + lk - lq;
+    int64_t l = left < 0 ? 0 : ps - left;
+    int64_t h = right < 0 ? int64_t(lk) - 1 : ps + right;
+    if (i >= lq) {
+      l = 1;
+      h = 0;
+    }
+    lo = static_cast<int>(l < 0 ? 0 : (l > lk ? lk : l));
+    hi = static_cast<int>(h > lk - 1 ? lk - 1 : (h < -1 ? -1 : h));
+  }
   // Whether every row of [i0, i0 + m) sees every key of [j0, j0 + n).
   __device__ __forceinline__ bool all_visible(int i0, int m, int j0, int n) const {
     return i0 + m <= lq && j0 + n <= lk && (left < 0 || pos(i0 + m - 1) - j0 <= left) &&

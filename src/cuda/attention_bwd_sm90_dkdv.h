@@ -52,6 +52,7 @@ struct DkdvKernel {
       return reinterpret_cast<float*>(base + Cfg::kDkdvOffRow) + s * 2 * kBm;
     }
     __device__ float* dd(int s) const { return lse(s) + kBm; }
+    __device__ float* pt() const { return reinterpret_cast<float*>(base + Cfg::kDkdvOffP); }
   };
 
   // Issues the loads of tile (h, m) into stage s, all by cp.async: Q and dO
@@ -83,7 +84,107 @@ struct DkdvKernel {
     }
   }
 
-  // One (h, m) tile for one warpgroup. kDV / kDK: which accumulators it owns.
+  // One (h, m) tile for one warpgroup in the raw exponent form (no softcap,
+  // positive scale, BwdScore::raw): the operations of BwdScore::p and ::g,
+  // the mask applied by selects (P = 0 and G = 0 where a pair is invisible,
+  // as in tile()), no branches per element. With split roles S^T is
+  // computed once: the dV warpgroup writes P^T (f32, exactly the values
+  // its dV product rounds) to shared memory and arrives at named barrier 1;
+  // the dK warpgroup computes dP^T meanwhile, syncs on barrier 1 and forms
+  // G^T from those P^T values. The buffer is rewritten only after the next
+  // tile's __syncthreads, which the dK warpgroup reaches after its reads.
+  template <bool kDV, bool kDK>
+  __device__ static void tile_raw(const Smem& sm, int s, const BwdScore& score,
+                                  const BwdVisibility& vis, int m0, int key0, int lane, int warp,
+                                  int t128, float (&acc_dv)[kDV ? kAccRegs : 1],
+                                  float (&acc_dk)[kDK ? kAccRegs : 1]) {
+    int klo, khi;
+    vis.keys_of_rows(m0, m0 + kBm - 1, klo, khi);
+    if (khi < klo || khi < key0 || klo > key0 + 63) return;  // adds exact zeros: skip
+    const bool full = vis.all_visible(m0, kBm, key0, 64);
+
+    constexpr uint32_t kRow = Cfg::kRowBytes;
+    const uint32_t k_addr = smem_addr(sm.k()) + (key0 % kBn) * kRow;
+    const uint32_t v_addr = smem_addr(sm.v()) + (key0 % kBn) * kRow;
+    const uint32_t q_addr = smem_addr(sm.q(s));
+    const uint32_t do_addr = smem_addr(sm.dout(s));
+    const int q4 = lane % 4;
+    const int key_r = key0 + warp * 16 + lane / 4;  // key of this thread's accumulator row 0
+    const float* lse_s = sm.lse(s);
+    const float* dd_s = sm.dd(s);
+    auto lse2 = [&](int colm) {
+      constexpr float kLog2e = 1.4426950408889634f;
+      return __fmul_rn(lse_s[colm], kLog2e);
+    };
+    // Element e = 4c + 2hh + jj: key key_r + 8hh, tile column (query row
+    // m0 + col) col = 8c + 2q4 + jj.
+    auto col = [&](int e) { return 8 * (e / 4) + 2 * q4 + (e % 2); };
+    int rlo[2], rhi[2];  // rows that see keys key_r, key_r + 8
+    vis.rows_of_key(key_r, rlo[0], rhi[0]);
+    vis.rows_of_key(key_r + 8, rlo[1], rhi[1]);
+    auto visible = [&](int e) {
+      const int i = m0 + col(e), hh = (e / 2) % 2;
+      return full | ((i >= rlo[hh]) & (i <= rhi[hh]));
+    };
+    float* pt = sm.pt();
+
+    float st[kDV ? kSRegs : 1];
+    float dpt[kDK ? kSRegs : 1];
+    uint32_t af[kBm / 16][4];
+    if constexpr (kDV) {
+      // gemm K_wg * Q^T -> S^T; (one warpgroup:) gemm V_wg * dO^T -> dP^T
+      issue_ss<kBm, kD, Cfg::kBf16>(st, k_addr, kBn * kRow, q_addr, kBm * kRow);
+      if constexpr (kDK)
+        issue_ss<kBm, kD, Cfg::kBf16>(dpt, v_addr, kBn * kRow, do_addr, kBm * kRow);
+      wgmma_wait<kDK ? 1 : 0>();  // S^T landed (dP^T may still run)
+      fence_regs(st);
+#pragma unroll
+      for (int e = 0; e < kSRegs; ++e) {
+        const float pv = exp2_approx(__fmaf_rn(st[e], score.scale_log2, -lse2(col(e))));
+        st[e] = visible(e) ? pv : 0.f;
+      }
+      pack_a<kBm, Cfg::kBf16>(st, af);
+      // gemm round(P^T) * dO -> dV
+      issue_rs<kBm, kD, Cfg::kBf16>(acc_dv, af, do_addr, kBm * kRow);
+      if constexpr (!kDK) {
+#pragma unroll
+        for (int e = 0; e < kSRegs; ++e) pt[e * 128 + t128] = st[e];
+        named_barrier_arrive(1, 256);
+      }
+    }
+    if constexpr (kDK) {
+      if constexpr (!kDV)  // gemm V_wg * dO^T -> dP^T
+        issue_ss<kBm, kD, Cfg::kBf16>(dpt, v_addr, kBn * kRow, do_addr, kBm * kRow);
+      wgmma_wait<kDV ? 1 : 0>();  // dP^T landed (dV may still run)
+      fence_regs(dpt);
+      if constexpr (!kDV) named_barrier_sync(1, 256);  // P^T written
+#pragma unroll
+      for (int e = 0; e < kSRegs; ++e) {
+        float pv;
+        if constexpr (kDV)
+          pv = st[e];
+        else
+          pv = pt[e * 128 + t128];
+        const float g = __fmul_rn(pv, __fsub_rn(dpt[e], dd_s[col(e)]));
+        dpt[e] = visible(e) ? g : 0.f;
+      }
+      if constexpr (kDV) {
+        wgmma_wait<0>();  // dV done: af may be rewritten
+        fence_regs(af);
+        fence_regs(acc_dv);
+      }
+      pack_a<kBm, Cfg::kBf16>(dpt, af);
+      // gemm round(G^T) * Q -> dK
+      issue_rs<kBm, kD, Cfg::kBf16>(acc_dk, af, q_addr, kBm * kRow);
+    }
+    wgmma_wait<0>();  // every read of this stage and of af is done
+    if constexpr (kDK) fence_regs(acc_dk);
+    if constexpr (kDV) fence_regs(acc_dv);
+    fence_regs(af);
+  }
+
+  // One (h, m) tile for one warpgroup, any score form (softcap, or a
+  // non-positive scale). kDV / kDK: which accumulators it owns.
   template <bool kDV, bool kDK>
   __device__ static void tile(const Smem& sm, int s, const BwdScore& score,
                               const BwdVisibility& vis, int m0, int key0, int lane, int warp,
@@ -126,20 +227,12 @@ struct DkdvKernel {
       return full || vis.visible(m0 + 8 * c + 2 * q4 + jj, key_r + 8 * hh);
     };
     auto col = [&](int e) { return 8 * (e / 4) + 2 * q4 + (e % 2); };
-    // Fast path (every pair visible, no softcap, positive scale): the same
-    // operations as BwdScore::p / g, without masks or mode branches.
-    const bool fast = full && score.raw;
 
     // P^T: in place when nothing needs the raw score again (no softcap),
     // else computed on the fly for the A fragments and again for G.
     const bool p_in_place = kDV && !score.softcap;
     if constexpr (kDV) {
-      if (fast) {
-#pragma unroll
-        for (int e = 0; e < kSRegs; ++e)
-          st[e] = exp2_approx(__fmaf_rn(st[e], score.scale_log2, -lse2(col(e))));
-        pack_a<kBm, Cfg::kBf16>(st, af);
-      } else if (p_in_place) {
+      if (p_in_place) {
 #pragma unroll
         for (int e = 0; e < kSRegs; ++e) st[e] = visible(e) ? score.p(st[e], lse2(col(e))) : 0.f;
         pack_a<kBm, Cfg::kBf16>(st, af);
@@ -153,14 +246,6 @@ struct DkdvKernel {
     if constexpr (kDK) {
       wgmma_wait<kDV ? 1 : 0>();  // dP^T landed (dV may still run)
       fence_regs(dpt);
-      if (fast) {
-#pragma unroll
-        for (int e = 0; e < kSRegs; ++e) {
-          const float pv =
-              kDV ? st[e] : exp2_approx(__fmaf_rn(st[e], score.scale_log2, -lse2(col(e))));
-          dpt[e] = __fmul_rn(pv, __fsub_rn(dpt[e], dd(col(e))));
-        }
-      } else {
 #pragma unroll
       for (int e = 0; e < kSRegs; ++e) {
         float g = 0.f;
@@ -169,7 +254,6 @@ struct DkdvKernel {
           g = score.g(pv, dpt[e], dd(col(e)), st[e]);
         }
         dpt[e] = g;
-      }
       }
       if constexpr (kDV) {
         wgmma_wait<0>();  // dV done: af may be rewritten
@@ -274,7 +358,11 @@ struct DkdvKernel {
         __syncthreads();
         load_t(t + kS - 1);
         const int m0 = (m_lo + t % n_m) * kBm;
-        tile<kDV, kDK>(sm, t % kS, score, vis, m0, key0, lane, warp, acc_dv, acc_dk);
+        if (score.raw)
+          tile_raw<kDV, kDK>(sm, t % kS, score, vis, m0, key0, lane, warp, tid % 128, acc_dv,
+                             acc_dk);
+        else
+          tile<kDV, kDK>(sm, t % kS, score, vis, m0, key0, lane, warp, acc_dv, acc_dk);
       }
       cp_async_wait<0>();  // (only the empty groups, or K/V when no tile ran)
       __syncthreads();     // K, V and every stage free for the next unit

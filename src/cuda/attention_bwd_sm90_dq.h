@@ -116,7 +116,9 @@ struct DqKernel {
       const SeqGeom sg = seq_geom(p, b);
       const BwdVisibility vis{sg.lq, sg.lk, p.window_left, p.window_right};
       const int hk = h / p.head_group;
-      const int m0 = m * kBm;
+      // Query tiles of a (sequence, head) are taken last row first: under a
+      // causal mask the longest units start first (FREE: order only).
+      const int m0 = ((sg.lq + kBm - 1) / kBm - 1 - m) * kBm;
       const int wrow0 = m0 + 64 * wg;                    // this warpgroup's first row
       const int row_r = wrow0 + warp * 16 + lane / 4;  // this thread's accumulator row 0
 
@@ -158,6 +160,10 @@ struct DqKernel {
       // And the ones this warpgroup's rows see (others add exact zeros).
       int w_lo, w_hi;
       vis.keys_of_rows(wrow0, wrow0 + 63, w_lo, w_hi);
+      // The keys this thread's two rows see (masks of the raw path).
+      int klo[2], khi[2];
+      vis.keys_of_row(row_r, klo[0], khi[0]);
+      vis.keys_of_row(row_r + 8, klo[1], khi[1]);
 
       float acc[kAccRegs];
 #pragma unroll
@@ -193,20 +199,28 @@ struct DqKernel {
           issue_ss<kBn, kD, Cfg::kBf16>(st, q_addr, kBm * kRow, k_addr, kBn * kRow);
           issue_ss<kBn, kD, Cfg::kBf16>(dpt, do_addr, kBm * kRow, v_addr, kBn * kRow);
           // Element e = 4c + 2hh + jj: row row_r + 8hh, key k0 + 8c + 2q4 + jj.
-          if (full && score.raw) {
-            // Fast path (every pair visible, no softcap, positive scale):
-            // BwdScore::p and ::g without masks or mode branches; P while
-            // dP still runs.
+          if (score.raw) {
+            // Raw exponent form (no softcap, positive scale): BwdScore::p
+            // and ::g with the mask as selects (P = G = 0 where invisible),
+            // no branches per element; P while dP still runs.
+            auto visible = [&](int e) {
+              const int j = k0 + 8 * (e / 4) + 2 * q4 + (e % 2), hh = (e / 2) % 2;
+              return full | ((j >= klo[hh]) & (j <= khi[hh]));
+            };
             wgmma_wait<1>();
             fence_regs(st);
 #pragma unroll
-            for (int e = 0; e < kSRegs; ++e)
-              st[e] = exp2_approx(__fmaf_rn(st[e], score.scale_log2, -lse2[(e / 2) % 2]));
+            for (int e = 0; e < kSRegs; ++e) {
+              const float pv = exp2_approx(__fmaf_rn(st[e], score.scale_log2, -lse2[(e / 2) % 2]));
+              st[e] = visible(e) ? pv : 0.f;
+            }
             wgmma_wait<0>();
             fence_regs(dpt);
 #pragma unroll
-            for (int e = 0; e < kSRegs; ++e)
-              dpt[e] = __fmul_rn(st[e], __fsub_rn(dpt[e], dd[(e / 2) % 2]));
+            for (int e = 0; e < kSRegs; ++e) {
+              const float g = __fmul_rn(st[e], __fsub_rn(dpt[e], dd[(e / 2) % 2]));
+              dpt[e] = visible(e) ? g : 0.f;
+            }
           } else {
           wgmma_wait<0>();
           fence_regs(st);

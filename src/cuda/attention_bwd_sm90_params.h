@@ -97,7 +97,11 @@ struct BwdConfig {
   static constexpr int kDkdvOffQ = kDkdvOffV + kKVBytes;                       // [stage]
   static constexpr int kDkdvOffDo = kDkdvOffQ + kStages * kQTileBytes;         // [stage]
   static constexpr int kDkdvOffRow = kDkdvOffDo + kStages * kQTileBytes;       // lse, D [stage]
-  static constexpr int kDkdvSmemBytes = kDkdvOffRow + kStages * 2 * kBlockM * 4 + 1024;
+  // P^T of one tile (f32, 64 keys x Bm rows, [register][thread]), handed
+  // from the dV warpgroup to the dK warpgroup (split roles only).
+  static constexpr int kDkdvOffP = kDkdvOffRow + kStages * 2 * kBlockM * 4;
+  static constexpr int kPBytes = kSplitRoles ? 64 * kBlockM * 4 : 0;
+  static constexpr int kDkdvSmemBytes = kDkdvOffP + kPBytes + 1024;
 
   // ---- dQ kernel: a CTA owns kDqBlockM query rows of one (sequence, head),
   // 64 per warpgroup; K/V tiles of kDqBlockN keys stream through.
