@@ -85,14 +85,18 @@ struct DkdvKernel {
   }
 
   // One (h, m) tile for one warpgroup in the raw exponent form (no softcap,
-  // positive scale, BwdScore::raw): the operations of BwdScore::p and ::g,
-  // the mask applied by selects (P = 0 and G = 0 where a pair is invisible,
-  // as in tile()), no branches per element. With split roles S^T is
-  // computed once: the dV warpgroup writes P^T (f32, exactly the values
-  // its dV product rounds) to shared memory and arrives at named barrier 1;
-  // the dK warpgroup computes dP^T meanwhile, syncs on barrier 1 and forms
-  // G^T from those P^T values. The buffer is rewritten only after the next
-  // tile's __syncthreads, which the dK warpgroup reaches after its reads.
+  // positive scale, BwdScore::raw): the operations of BwdScore::p and ::g
+  // with no branch per element; on tiles that are not fully visible the
+  // mask is applied by selects (P = 0 and G = 0 where a pair is invisible,
+  // as in tile()); fully visible tiles skip the mask (kMasked = false).
+  //
+  // With split roles and kShareP, S^T is computed once: the dV warpgroup
+  // writes P^T (f32, exactly the values its dV product rounds) to shared
+  // memory and arrives at named barrier 1; the dK warpgroup computes dP^T
+  // meanwhile, syncs on barrier 1 and forms G^T from those P^T values. The
+  // buffer is rewritten only after the next tile's __syncthreads, which the
+  // dK warpgroup reaches after its reads. Without kShareP the dK warpgroup
+  // recomputes S^T (same instructions, same bits).
   template <bool kDV, bool kDK>
   __device__ static void tile_raw(const Smem& sm, int s, const BwdScore& score,
                                   const BwdVisibility& vis, int m0, int key0, int lane, int warp,
@@ -101,8 +105,20 @@ struct DkdvKernel {
     int klo, khi;
     vis.keys_of_rows(m0, m0 + kBm - 1, klo, khi);
     if (khi < klo || khi < key0 || klo > key0 + 63) return;  // adds exact zeros: skip
-    const bool full = vis.all_visible(m0, kBm, key0, 64);
+    if (vis.all_visible(m0, kBm, key0, 64))
+      tile_raw_body<kDV, kDK, false>(sm, s, score, vis, m0, key0, lane, warp, t128, acc_dv,
+                                     acc_dk);
+    else
+      tile_raw_body<kDV, kDK, true>(sm, s, score, vis, m0, key0, lane, warp, t128, acc_dv,
+                                    acc_dk);
+  }
 
+  template <bool kDV, bool kDK, bool kMasked>
+  __device__ static void tile_raw_body(const Smem& sm, int s, const BwdScore& score,
+                                       const BwdVisibility& vis, int m0, int key0, int lane,
+                                       int warp, int t128, float (&acc_dv)[kDV ? kAccRegs : 1],
+                                       float (&acc_dk)[kDK ? kAccRegs : 1]) {
+    constexpr bool kShare = Cfg::kShareP;  // only read with split roles
     constexpr uint32_t kRow = Cfg::kRowBytes;
     const uint32_t k_addr = smem_addr(sm.k()) + (key0 % kBn) * kRow;
     const uint32_t v_addr = smem_addr(sm.v()) + (key0 % kBn) * kRow;
@@ -119,54 +135,72 @@ struct DkdvKernel {
     // Element e = 4c + 2hh + jj: key key_r + 8hh, tile column (query row
     // m0 + col) col = 8c + 2q4 + jj.
     auto col = [&](int e) { return 8 * (e / 4) + 2 * q4 + (e % 2); };
-    int rlo[2], rhi[2];  // rows that see keys key_r, key_r + 8
-    vis.rows_of_key(key_r, rlo[0], rhi[0]);
-    vis.rows_of_key(key_r + 8, rlo[1], rhi[1]);
-    auto visible = [&](int e) {
-      const int i = m0 + col(e), hh = (e / 2) % 2;
-      return full | ((i >= rlo[hh]) & (i <= rhi[hh]));
+    int rlo[2] = {0, 0}, rhi[2] = {0, 0};  // rows that see keys key_r, key_r + 8
+    if constexpr (kMasked) {
+      vis.rows_of_key(key_r, rlo[0], rhi[0]);
+      vis.rows_of_key(key_r + 8, rlo[1], rhi[1]);
+    }
+    auto visible = [&](int e) -> bool {
+      if constexpr (!kMasked) {
+        return true;
+      } else {
+        const int i = m0 + col(e), hh = (e / 2) % 2;
+        return (i >= rlo[hh]) & (i <= rhi[hh]);
+      }
     };
-    float* pt = sm.pt();
+    auto p_of = [&](float sv, int e) {
+      const float pv = exp2_approx(__fmaf_rn(sv, score.scale_log2, -lse2(col(e))));
+      return visible(e) ? pv : 0.f;
+    };
+    float4* pt = reinterpret_cast<float4*>(sm.pt());  // [e / 4][thread] of 4 floats
 
-    float st[kDV ? kSRegs : 1];
+    // This warpgroup needs S^T unless it only does dK and reads P^T.
+    constexpr bool kNeedS = kDV || !kShare;
+    float st[kNeedS ? kSRegs : 1];
     float dpt[kDK ? kSRegs : 1];
     uint32_t af[kBm / 16][4];
-    if constexpr (kDV) {
-      // gemm K_wg * Q^T -> S^T; (one warpgroup:) gemm V_wg * dO^T -> dP^T
-      issue_ss<kBm, kD, Cfg::kBf16>(st, k_addr, kBn * kRow, q_addr, kBm * kRow);
-      if constexpr (kDK)
-        issue_ss<kBm, kD, Cfg::kBf16>(dpt, v_addr, kBn * kRow, do_addr, kBm * kRow);
+    // gemm K_wg * Q^T -> S^T (group 1); gemm V_wg * dO^T -> dP^T (group 2)
+    if constexpr (kNeedS) issue_ss<kBm, kD, Cfg::kBf16>(st, k_addr, kBn * kRow, q_addr, kBm * kRow);
+    if constexpr (kDK) issue_ss<kBm, kD, Cfg::kBf16>(dpt, v_addr, kBn * kRow, do_addr, kBm * kRow);
+    if constexpr (kNeedS) {
       wgmma_wait<kDK ? 1 : 0>();  // S^T landed (dP^T may still run)
       fence_regs(st);
 #pragma unroll
-      for (int e = 0; e < kSRegs; ++e) {
-        const float pv = exp2_approx(__fmaf_rn(st[e], score.scale_log2, -lse2(col(e))));
-        st[e] = visible(e) ? pv : 0.f;
-      }
+      for (int e = 0; e < kSRegs; ++e) st[e] = p_of(st[e], e);
+    }
+    if constexpr (kDV) {
       pack_a<kBm, Cfg::kBf16>(st, af);
-      // gemm round(P^T) * dO -> dV
+      // gemm round(P^T) * dO -> dV (group 3)
       issue_rs<kBm, kD, Cfg::kBf16>(acc_dv, af, do_addr, kBm * kRow);
-      if constexpr (!kDK) {
+      if constexpr (!kDK && kShare) {
 #pragma unroll
-        for (int e = 0; e < kSRegs; ++e) pt[e * 128 + t128] = st[e];
+        for (int e4 = 0; e4 < kSRegs / 4; ++e4)
+          pt[e4 * 128 + t128] = make_float4(st[4 * e4], st[4 * e4 + 1], st[4 * e4 + 2], st[4 * e4 + 3]);
         named_barrier_arrive(1, 256);
       }
     }
     if constexpr (kDK) {
-      if constexpr (!kDV)  // gemm V_wg * dO^T -> dP^T
-        issue_ss<kBm, kD, Cfg::kBf16>(dpt, v_addr, kBn * kRow, do_addr, kBm * kRow);
       wgmma_wait<kDV ? 1 : 0>();  // dP^T landed (dV may still run)
       fence_regs(dpt);
-      if constexpr (!kDV) named_barrier_sync(1, 256);  // P^T written
+      if constexpr (!kDV && kShare) {
+        named_barrier_sync(1, 256);  // P^T written
 #pragma unroll
-      for (int e = 0; e < kSRegs; ++e) {
-        float pv;
-        if constexpr (kDV)
-          pv = st[e];
-        else
-          pv = pt[e * 128 + t128];
-        const float g = __fmul_rn(pv, __fsub_rn(dpt[e], dd_s[col(e)]));
-        dpt[e] = visible(e) ? g : 0.f;
+        for (int e4 = 0; e4 < kSRegs / 4; ++e4) {
+          const float4 p4 = pt[e4 * 128 + t128];
+          const float pv[4] = {p4.x, p4.y, p4.z, p4.w};
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            const int e = 4 * e4 + k;
+            const float g = __fmul_rn(pv[k], __fsub_rn(dpt[e], dd_s[col(e)]));
+            dpt[e] = visible(e) ? g : 0.f;
+          }
+        }
+      } else {
+#pragma unroll
+        for (int e = 0; e < kSRegs; ++e) {
+          const float g = __fmul_rn(st[e], __fsub_rn(dpt[e], dd_s[col(e)]));
+          dpt[e] = visible(e) ? g : 0.f;
+        }
       }
       if constexpr (kDV) {
         wgmma_wait<0>();  // dV done: af may be rewritten
@@ -174,7 +208,7 @@ struct DkdvKernel {
         fence_regs(acc_dv);
       }
       pack_a<kBm, Cfg::kBf16>(dpt, af);
-      // gemm round(G^T) * Q -> dK
+      // gemm round(G^T) * Q -> dK (group 4)
       issue_rs<kBm, kD, Cfg::kBf16>(acc_dk, af, q_addr, kBm * kRow);
     }
     wgmma_wait<0>();  // every read of this stage and of af is done

@@ -201,26 +201,39 @@ struct DqKernel {
           // Element e = 4c + 2hh + jj: row row_r + 8hh, key k0 + 8c + 2q4 + jj.
           if (score.raw) {
             // Raw exponent form (no softcap, positive scale): BwdScore::p
-            // and ::g with the mask as selects (P = G = 0 where invisible),
-            // no branches per element; P while dP still runs.
-            auto visible = [&](int e) {
-              const int j = k0 + 8 * (e / 4) + 2 * q4 + (e % 2), hh = (e / 2) % 2;
-              return full | ((j >= klo[hh]) & (j <= khi[hh]));
+            // and ::g without branches per element; on tiles that are not
+            // fully visible the mask is applied by selects (P = G = 0
+            // where invisible). P while dP still runs.
+            auto body = [&](auto masked) {
+              constexpr bool kMasked = decltype(masked)::value;
+              auto visible = [&](int e) -> bool {
+                if constexpr (!kMasked) {
+                  return true;
+                } else {
+                  const int j = k0 + 8 * (e / 4) + 2 * q4 + (e % 2), hh = (e / 2) % 2;
+                  return (j >= klo[hh]) & (j <= khi[hh]);
+                }
+              };
+              wgmma_wait<1>();
+              fence_regs(st);
+#pragma unroll
+              for (int e = 0; e < kSRegs; ++e) {
+                const float pv =
+                    exp2_approx(__fmaf_rn(st[e], score.scale_log2, -lse2[(e / 2) % 2]));
+                st[e] = visible(e) ? pv : 0.f;
+              }
+              wgmma_wait<0>();
+              fence_regs(dpt);
+#pragma unroll
+              for (int e = 0; e < kSRegs; ++e) {
+                const float g = __fmul_rn(st[e], __fsub_rn(dpt[e], dd[(e / 2) % 2]));
+                dpt[e] = visible(e) ? g : 0.f;
+              }
             };
-            wgmma_wait<1>();
-            fence_regs(st);
-#pragma unroll
-            for (int e = 0; e < kSRegs; ++e) {
-              const float pv = exp2_approx(__fmaf_rn(st[e], score.scale_log2, -lse2[(e / 2) % 2]));
-              st[e] = visible(e) ? pv : 0.f;
-            }
-            wgmma_wait<0>();
-            fence_regs(dpt);
-#pragma unroll
-            for (int e = 0; e < kSRegs; ++e) {
-              const float g = __fmul_rn(st[e], __fsub_rn(dpt[e], dd[(e / 2) % 2]));
-              dpt[e] = visible(e) ? g : 0.f;
-            }
+            if (full)
+              body(std::false_type{});
+            else
+              body(std::true_type{});
           } else {
           wgmma_wait<0>();
           fence_regs(st);

@@ -9,6 +9,12 @@
 
 #include "samebits/config.h"
 
+// FREE build switch (speed only): 1 = the dK/dV kernel's two warpgroups
+// share P^T through shared memory at head dims 128, 256 (see BwdConfig).
+#ifndef SAMEBITS_BWD_SHARE_P
+#define SAMEBITS_BWD_SHARE_P 1
+#endif
+
 namespace samebits::cuda::sm90 {
 
 struct AttentionBwdParams {
@@ -97,10 +103,12 @@ struct BwdConfig {
   static constexpr int kDkdvOffQ = kDkdvOffV + kKVBytes;                       // [stage]
   static constexpr int kDkdvOffDo = kDkdvOffQ + kStages * kQTileBytes;         // [stage]
   static constexpr int kDkdvOffRow = kDkdvOffDo + kStages * kQTileBytes;       // lse, D [stage]
-  // P^T of one tile (f32, 64 keys x Bm rows, [register][thread]), handed
-  // from the dV warpgroup to the dK warpgroup (split roles only).
+  // Split roles: whether the dV warpgroup hands P^T (f32, 64 keys x Bm
+  // rows) to the dK warpgroup through shared memory instead of the dK
+  // warpgroup recomputing S^T (raw exponent form only; FREE, same bits).
+  static constexpr bool kShareP = kSplitRoles && SAMEBITS_BWD_SHARE_P != 0;
   static constexpr int kDkdvOffP = kDkdvOffRow + kStages * 2 * kBlockM * 4;
-  static constexpr int kPBytes = kSplitRoles ? 64 * kBlockM * 4 : 0;
+  static constexpr int kPBytes = kShareP ? 64 * kBlockM * 4 : 0;
   static constexpr int kDkdvSmemBytes = kDkdvOffP + kPBytes + 1024;
 
   // ---- dQ kernel: a CTA owns kDqBlockM query rows of one (sequence, head),
