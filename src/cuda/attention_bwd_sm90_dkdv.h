@@ -2,7 +2,7 @@
 //
 // Work unit: (sequence b, KV head g, KV block n of Cfg::kBlockN keys). The
 // CTA keeps K_n and V_n in shared memory and its dK, dV accumulators in
-// registers for the whole unit, and streams (Q, dO, lse2, D) tiles of
+// registers for the whole unit, and streams (Q, dO, lse, D) tiles of
 // kBlockM query rows in this order:
 //   for h in g's query heads, ascending:
 //     for m over the query tiles that see a key of block n, ascending:
@@ -22,11 +22,13 @@
 // warpgroup 1 dK (BwdConfig::kSplitRoles, which says why).
 //
 // Synchronization (one CTA, no mbarriers): all 256 threads issue cp.async
-// loads; a tile is ready after cp.async.wait_group + fence.proxy.async (the
-// generic-proxy writes become visible to wgmma's async proxy) + __syncthreads.
-// Stage s of the (Q, dO, lse2, D) double buffer is refilled for tile t + 2
-// only after the __syncthreads that ends tile t, by which point every
-// warpgroup has waited for its wgmmas of tile t (wgmma_wait<0>).
+// loads into a ring of Cfg::kStages stages; tile t is ready after
+// cp.async.wait_group + fence.proxy.async (the generic-proxy writes become
+// visible to wgmma's async proxy) + __syncthreads. That one barrier per tile
+// also frees stage (t - 1) % kStages, refilled right after it with tile
+// t + kStages - 1: every warpgroup ended tile t - 1 with wgmma_wait<0>.
+// With split roles in the raw form, P^T goes from warpgroup 0 to warpgroup 1
+// through shared memory and named barrier 1 (tile_raw_body).
 #pragma once
 
 #include "cuda/attention_bwd_sm90_common.h"

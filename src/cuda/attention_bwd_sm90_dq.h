@@ -19,9 +19,10 @@
 // (numerics.md "Backward"): deterministic by construction, no atomics, no
 // semaphores, no workspace.
 //
-// Synchronization as in pass 2: cp.async loads by all threads, then
-// cp.async.wait_group + fence.proxy.async + __syncthreads; the K/V stage of
-// tile t is refilled for tile t + 2 after the __syncthreads that ends tile t.
+// Synchronization as in pass 2: cp.async loads by all threads into a ring of
+// Cfg::kStages stages, then cp.async.wait_group + fence.proxy.async +
+// __syncthreads, one barrier per tile; after it, the stage of tile t - 1 is
+// refilled with tile t + kStages - 1.
 #pragma once
 
 #include "cuda/attention_bwd_sm90_common.h"
