@@ -29,6 +29,14 @@ __device__ __forceinline__ void cp_async_16(void* dst, const void* src, bool val
                "r"(n)
                : "memory");
 }
+// 4 bytes global -> shared (one f32 of a row vector); src_bytes = 0 writes
+// a zero and reads nothing.
+__device__ __forceinline__ void cp_async_4(void* dst, const void* src, bool valid) {
+  const uint32_t n = valid ? 4u : 0u;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;" ::"r"(smem_addr(dst)), "l"(src),
+               "r"(n)
+               : "memory");
+}
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;" ::: "memory");
 }
@@ -49,8 +57,10 @@ __device__ __forceinline__ void load_tile(uint8_t* dst, const uint16_t* src, int
                                           int valid_rows, int tid) {
   constexpr int kUnitsPerRow = kD / 8;
   constexpr int kRowBytes = 128;
+  static_assert((kRows * kUnitsPerRow) % kThreads == 0, "whole rounds of 16-byte units");
 #pragma unroll 4
-  for (int idx = tid; idx < kRows * kUnitsPerRow; idx += kThreads) {
+  for (int it = 0; it < kRows * kUnitsPerRow / kThreads; ++it) {
+    const int idx = tid + it * kThreads;
     const int r = idx / kUnitsPerRow;
     const int unit = idx % kUnitsPerRow;
     const bool valid = r < valid_rows;
@@ -154,6 +164,32 @@ struct BwdVisibility {
     const int64_t h = left < 0 ? int64_t(lq) - 1 : int64_t(j1) + left - off;
     lo = static_cast<int>(l < 0 ? 0 : l);
     hi = static_cast<int>(h > lq - 1 ? lq - 1 : h);
+  }
+  // The rows [lo, hi] that see key j (hi < lo: none), so that a mask is
+  // two compares: visible(i, j) == (lo <= i && i <= hi) for every i >= 0.
+  __device__ __forceinline__ void rows_of_key(int j, int& lo, int& hi) const {
+    const int64_t off = int64_t(lk) - lq;
+    int64_t l = right < 0 ? 0 : int64_t(j) - right - off;
+    int64_t h = left < 0 ? int64_t(lq) - 1 : int64_t(j) + left - off;
+    if (j >= lk) {
+      l = 1;
+      h = 0;
+    }
+    lo = static_cast<int>(l < 0 ? 0 : (l > lq ? lq : l));
+    hi = static_cast<int>(h > lq - 1 ? lq - 1 : (h < -1 ? -1 : h));
+  }
+  // The keys [lo, hi] that row i sees: visible(i, j) == (lo <= j && j <= hi)
+  // for every j >= 0.
+  __device__ __forceinline__ void keys_of_row(int i, int& lo, int& hi) const {
+    const int64_t ps = int64_t(i) + lk - lq;
+    int64_t l = left < 0 ? 0 : ps - left;
+    int64_t h = right < 0 ? int64_t(lk) - 1 : ps + right;
+    if (i >= lq) {
+      l = 1;
+      h = 0;
+    }
+    lo = static_cast<int>(l < 0 ? 0 : (l > lk ? lk : l));
+    hi = static_cast<int>(h > lk - 1 ? lk - 1 : (h < -1 ? -1 : h));
   }
   // Whether every row of [i0, i0 + m) sees every key of [j0, j0 + n).
   __device__ __forceinline__ bool all_visible(int i0, int m, int j0, int n) const {

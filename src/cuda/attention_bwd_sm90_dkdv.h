@@ -2,7 +2,7 @@
 //
 // Work unit: (sequence b, KV head g, KV block n of Cfg::kBlockN keys). The
 // CTA keeps K_n and V_n in shared memory and its dK, dV accumulators in
-// registers for the whole unit, and streams (Q, dO, lse2, D) tiles of
+// registers for the whole unit, and streams (Q, dO, lse, D) tiles of
 // kBlockM query rows in this order:
 //   for h in g's query heads, ascending:
 //     for m over the query tiles that see a key of block n, ascending:
@@ -22,11 +22,13 @@
 // warpgroup 1 dK (BwdConfig::kSplitRoles, which says why).
 //
 // Synchronization (one CTA, no mbarriers): all 256 threads issue cp.async
-// loads; a tile is ready after cp.async.wait_group + fence.proxy.async (the
-// generic-proxy writes become visible to wgmma's async proxy) + __syncthreads.
-// Stage s of the (Q, dO, lse2, D) double buffer is refilled for tile t + 2
-// only after the __syncthreads that ends tile t, by which point every
-// warpgroup has waited for its wgmmas of tile t (wgmma_wait<0>).
+// loads into a ring of Cfg::kStages stages; tile t is ready after
+// cp.async.wait_group + fence.proxy.async (the generic-proxy writes become
+// visible to wgmma's async proxy) + __syncthreads. That one barrier per tile
+// also frees stage (t - 1) % kStages, refilled right after it with tile
+// t + kStages - 1: every warpgroup ended tile t - 1 with wgmma_wait<0>.
+// With split roles in the raw form, P^T goes from warpgroup 0 to warpgroup 1
+// through shared memory and named barrier 1 (tile_raw_body).
 #pragma once
 
 #include "cuda/attention_bwd_sm90_common.h"
@@ -48,15 +50,16 @@ struct DkdvKernel {
     __device__ uint8_t* v() const { return base + Cfg::kDkdvOffV; }
     __device__ uint8_t* q(int s) const { return base + Cfg::kDkdvOffQ + s * Cfg::kQTileBytes; }
     __device__ uint8_t* dout(int s) const { return base + Cfg::kDkdvOffDo + s * Cfg::kQTileBytes; }
-    __device__ float* lse2(int s) const {
+    __device__ float* lse(int s) const {
       return reinterpret_cast<float*>(base + Cfg::kDkdvOffRow) + s * 2 * kBm;
     }
-    __device__ float* dd(int s) const { return lse2(s) + kBm; }
+    __device__ float* dd(int s) const { return lse(s) + kBm; }
+    __device__ float* pt() const { return reinterpret_cast<float*>(base + Cfg::kDkdvOffP); }
   };
 
-  // Issues the loads of tile (h, m) into stage s: Q and dO rows (zero past
-  // lq) by cp.async, lse2 = lse * log2e and D by plain loads (+inf and 0
-  // past lq, so P = 0 there even before the mask).
+  // Issues the loads of tile (h, m) into stage s, all by cp.async: Q and dO
+  // rows, lse and D (zero past lq; those rows are masked, so P = G = 0
+  // there). lse2 = lse * log2e is formed where it is read.
   __device__ static void load_q_tile(const AttentionBwdParams& p, const Smem& sm, const SeqGeom& sg,
                                      int b, int h, int m, int s, int tid) {
     const int m0 = m * kBm;
@@ -69,22 +72,155 @@ struct DkdvKernel {
     load_tile<kBm, kD, kT>(sm.q(s), qsrc, p.q_row_stride, valid, tid);
     load_tile<kBm, kD, kT>(sm.dout(s), dsrc, p.do_row_stride, valid, tid);
     if (tid < kBm) {
-      float l2 = CUDART_INF_F, dd = 0.f;
-      if (tid < valid) {
-        const int64_t r = row0 + tid;
-        constexpr float kLog2e = 1.4426950408889634f;
-        l2 = __fmul_rn(p.lse[b * p.lse_batch_stride + r * p.lse_row_stride + h * p.lse_head_stride],
-                       kLog2e);
-        dd = *reinterpret_cast<const float*>(static_cast<const uint16_t*>(p.dq) +
-                                             b * p.dq_batch_stride + r * p.dq_row_stride +
-                                             h * p.dq_head_stride);
-      }
-      sm.lse2(s)[tid] = l2;
-      sm.dd(s)[tid] = dd;
+      const bool live = tid < valid;
+      const int64_t r = row0 + (live ? tid : 0);
+      const float* lsrc = live ? p.lse + b * p.lse_batch_stride + r * p.lse_row_stride +
+                                     h * p.lse_head_stride
+                               : p.lse;
+      const void* dsrc2 = live ? static_cast<const void*>(static_cast<const uint16_t*>(p.dq) +
+                                                          b * p.dq_batch_stride +
+                                                          r * p.dq_row_stride + h * p.dq_head_stride)
+                               : p.dq;
+      cp_async_4(sm.lse(s) + tid, lsrc, live);
+      cp_async_4(sm.dd(s) + tid, dsrc2, live);
     }
   }
 
-  // One (h, m) tile for one warpgroup. kDV / kDK: which accumulators it owns.
+  // One (h, m) tile for one warpgroup in the raw exponent form (no softcap,
+  // positive scale, BwdScore::raw): the operations of BwdScore::p and ::g
+  // with no branch per element; on tiles that are not fully visible the
+  // mask is applied by selects (P = 0 and G = 0 where a pair is invisible,
+  // as in tile()); fully visible tiles skip the mask (kMasked = false).
+  //
+  // With split roles and kShareP, S^T is computed once: the dV warpgroup
+  // writes P^T (f32, exactly the values its dV product rounds) to shared
+  // memory and arrives at named barrier 1; the dK warpgroup computes dP^T
+  // meanwhile, syncs on barrier 1 and forms G^T from those P^T values. The
+  // buffer is rewritten only after the next tile's __syncthreads, which the
+  // dK warpgroup reaches after its reads. Without kShareP the dK warpgroup
+  // recomputes S^T (same instructions, same bits).
+  template <bool kDV, bool kDK>
+  __device__ static void tile_raw(const Smem& sm, int s, const BwdScore& score,
+                                  const BwdVisibility& vis, int m0, int key0, int lane, int warp,
+                                  int t128, float (&acc_dv)[kDV ? kAccRegs : 1],
+                                  float (&acc_dk)[kDK ? kAccRegs : 1]) {
+    int klo, khi;
+    vis.keys_of_rows(m0, m0 + kBm - 1, klo, khi);
+    if (khi < klo || khi < key0 || klo > key0 + 63) return;  // adds exact zeros: skip
+    if (vis.all_visible(m0, kBm, key0, 64))
+      tile_raw_body<kDV, kDK, false>(sm, s, score, vis, m0, key0, lane, warp, t128, acc_dv,
+                                     acc_dk);
+    else
+      tile_raw_body<kDV, kDK, true>(sm, s, score, vis, m0, key0, lane, warp, t128, acc_dv,
+                                    acc_dk);
+  }
+
+  template <bool kDV, bool kDK, bool kMasked>
+  __device__ static void tile_raw_body(const Smem& sm, int s, const BwdScore& score,
+                                       const BwdVisibility& vis, int m0, int key0, int lane,
+                                       int warp, int t128, float (&acc_dv)[kDV ? kAccRegs : 1],
+                                       float (&acc_dk)[kDK ? kAccRegs : 1]) {
+    constexpr bool kShare = Cfg::kShareP;  // only read with split roles
+    constexpr uint32_t kRow = Cfg::kRowBytes;
+    const uint32_t k_addr = smem_addr(sm.k()) + (key0 % kBn) * kRow;
+    const uint32_t v_addr = smem_addr(sm.v()) + (key0 % kBn) * kRow;
+    const uint32_t q_addr = smem_addr(sm.q(s));
+    const uint32_t do_addr = smem_addr(sm.dout(s));
+    const int q4 = lane % 4;
+    const int key_r = key0 + warp * 16 + lane / 4;  // key of this thread's accumulator row 0
+    const float* lse_s = sm.lse(s);
+    const float* dd_s = sm.dd(s);
+    auto lse2 = [&](int colm) {
+      constexpr float kLog2e = 1.4426950408889634f;
+      return __fmul_rn(lse_s[colm], kLog2e);
+    };
+    // Element e = 4c + 2hh + jj: key key_r + 8hh, tile column (query row
+    // m0 + col) col = 8c + 2q4 + jj.
+    auto col = [&](int e) { return 8 * (e / 4) + 2 * q4 + (e % 2); };
+    int rlo[2] = {0, 0}, rhi[2] = {0, 0};  // rows that see keys key_r, key_r + 8
+    if constexpr (kMasked) {
+      vis.rows_of_key(key_r, rlo[0], rhi[0]);
+      vis.rows_of_key(key_r + 8, rlo[1], rhi[1]);
+    }
+    auto visible = [&](int e) -> bool {
+      if constexpr (!kMasked) {
+        return true;
+      } else {
+        const int i = m0 + col(e), hh = (e / 2) % 2;
+        return (i >= rlo[hh]) & (i <= rhi[hh]);
+      }
+    };
+    auto p_of = [&](float sv, int e) {
+      const float pv = exp2_approx(__fmaf_rn(sv, score.scale_log2, -lse2(col(e))));
+      return visible(e) ? pv : 0.f;
+    };
+    float4* pt = reinterpret_cast<float4*>(sm.pt());  // [e / 4][thread] of 4 floats
+
+    // This warpgroup needs S^T unless it only does dK and reads P^T.
+    constexpr bool kNeedS = kDV || !kShare;
+    float st[kNeedS ? kSRegs : 1];
+    float dpt[kDK ? kSRegs : 1];
+    uint32_t af[kBm / 16][4];
+    // gemm K_wg * Q^T -> S^T (group 1); gemm V_wg * dO^T -> dP^T (group 2)
+    if constexpr (kNeedS) issue_ss<kBm, kD, Cfg::kBf16>(st, k_addr, kBn * kRow, q_addr, kBm * kRow);
+    if constexpr (kDK) issue_ss<kBm, kD, Cfg::kBf16>(dpt, v_addr, kBn * kRow, do_addr, kBm * kRow);
+    if constexpr (kNeedS) {
+      wgmma_wait<kDK ? 1 : 0>();  // S^T landed (dP^T may still run)
+      fence_regs(st);
+#pragma unroll
+      for (int e = 0; e < kSRegs; ++e) st[e] = p_of(st[e], e);
+    }
+    if constexpr (kDV) {
+      pack_a<kBm, Cfg::kBf16>(st, af);
+      // gemm round(P^T) * dO -> dV (group 3)
+      issue_rs<kBm, kD, Cfg::kBf16>(acc_dv, af, do_addr, kBm * kRow);
+      if constexpr (!kDK && kShare) {
+#pragma unroll
+        for (int e4 = 0; e4 < kSRegs / 4; ++e4)
+          pt[e4 * 128 + t128] = make_float4(st[4 * e4], st[4 * e4 + 1], st[4 * e4 + 2], st[4 * e4 + 3]);
+        named_barrier_arrive(1, 256);
+      }
+    }
+    if constexpr (kDK) {
+      wgmma_wait<kDV ? 1 : 0>();  // dP^T landed (dV may still run)
+      fence_regs(dpt);
+      if constexpr (!kDV && kShare) {
+        named_barrier_sync(1, 256);  // P^T written
+#pragma unroll
+        for (int e4 = 0; e4 < kSRegs / 4; ++e4) {
+          const float4 p4 = pt[e4 * 128 + t128];
+          const float pv[4] = {p4.x, p4.y, p4.z, p4.w};
+#pragma unroll
+          for (int k = 0; k < 4; ++k) {
+            const int e = 4 * e4 + k;
+            const float g = __fmul_rn(pv[k], __fsub_rn(dpt[e], dd_s[col(e)]));
+            dpt[e] = visible(e) ? g : 0.f;
+          }
+        }
+      } else {
+#pragma unroll
+        for (int e = 0; e < kSRegs; ++e) {
+          const float g = __fmul_rn(st[e], __fsub_rn(dpt[e], dd_s[col(e)]));
+          dpt[e] = visible(e) ? g : 0.f;
+        }
+      }
+      if constexpr (kDV) {
+        wgmma_wait<0>();  // dV done: af may be rewritten
+        fence_regs(af);
+        fence_regs(acc_dv);
+      }
+      pack_a<kBm, Cfg::kBf16>(dpt, af);
+      // gemm round(G^T) * Q -> dK (group 4)
+      issue_rs<kBm, kD, Cfg::kBf16>(acc_dk, af, q_addr, kBm * kRow);
+    }
+    wgmma_wait<0>();  // every read of this stage and of af is done
+    if constexpr (kDK) fence_regs(acc_dk);
+    if constexpr (kDV) fence_regs(acc_dv);
+    fence_regs(af);
+  }
+
+  // One (h, m) tile for one warpgroup, any score form (softcap, or a
+  // non-positive scale). kDV / kDK: which accumulators it owns.
   template <bool kDV, bool kDK>
   __device__ static void tile(const Smem& sm, int s, const BwdScore& score,
                               const BwdVisibility& vis, int m0, int key0, int lane, int warp,
@@ -100,10 +236,16 @@ struct DkdvKernel {
     const uint32_t v_addr = smem_addr(sm.v()) + (key0 % kBn) * kRow;
     const uint32_t q_addr = smem_addr(sm.q(s));
     const uint32_t do_addr = smem_addr(sm.dout(s));
-    const float* lse2 = sm.lse2(s);
-    const float* dd = sm.dd(s);
     const int q4 = lane % 4;
     const int key_r = key0 + warp * 16 + lane / 4;  // key of this thread's accumulator row 0
+    // lse2 = lse * log2e and D of tile column `colm` (shared memory).
+    const float* lse_s = sm.lse(s);
+    const float* dd_s = sm.dd(s);
+    auto lse2 = [&](int colm) {
+      constexpr float kLog2e = 1.4426950408889634f;
+      return __fmul_rn(lse_s[colm], kLog2e);
+    };
+    auto dd = [&](int colm) { return dd_s[colm]; };
 
     float st[kSRegs];
     float dpt[kSRegs];
@@ -128,11 +270,11 @@ struct DkdvKernel {
     if constexpr (kDV) {
       if (p_in_place) {
 #pragma unroll
-        for (int e = 0; e < kSRegs; ++e) st[e] = visible(e) ? score.p(st[e], lse2[col(e)]) : 0.f;
+        for (int e = 0; e < kSRegs; ++e) st[e] = visible(e) ? score.p(st[e], lse2(col(e))) : 0.f;
         pack_a<kBm, Cfg::kBf16>(st, af);
       } else {
         pack_a_fn<kBm, Cfg::kBf16>(
-            [&](int e) { return visible(e) ? score.p(st[e], lse2[col(e)]) : 0.f; }, af);
+            [&](int e) { return visible(e) ? score.p(st[e], lse2(col(e))) : 0.f; }, af);
       }
       // gemm round(P^T) * dO -> dV (group 3)
       issue_rs<kBm, kD, Cfg::kBf16>(acc_dv, af, do_addr, kBm * kRow);
@@ -144,8 +286,8 @@ struct DkdvKernel {
       for (int e = 0; e < kSRegs; ++e) {
         float g = 0.f;
         if (visible(e)) {
-          const float pv = p_in_place ? st[e] : score.p(st[e], lse2[col(e)]);
-          g = score.g(pv, dpt[e], dd[col(e)], st[e]);
+          const float pv = p_in_place ? st[e] : score.p(st[e], lse2(col(e)));
+          g = score.g(pv, dpt[e], dd(col(e)), st[e]);
         }
         dpt[e] = g;
       }
@@ -230,27 +372,36 @@ struct DkdvKernel {
 #pragma unroll
       for (int i = 0; i < (kDK ? kAccRegs : 1); ++i) acc_dk[i] = 0.f;
 
-      // Steady state, tile t in stage t % 2:
-      //   issue loads of tile t + 1 into the other stage
-      //   wait for tile t (and K, V), fence to the async proxy, sync
+      // Ring of kS stages, tile t in stage t % kS, one group per tile
+      // (empty groups keep the count):
+      //   prologue: tiles 0 .. kS - 2
+      //   wait until tile t (and K, V) landed, fence to the async proxy, sync:
+      //     every thread has also finished tile t - 1 (its wgmma_wait<0>),
+      //     so stage (t - 1) % kS is free
+      //   issue the loads of tile t + kS - 1 into that stage
       //   compute tile t (ends with wgmma_wait<0>)
-      //   sync: stage t % 2 is free for tile t + 2
-      if (n_tiles > 0) load_q_tile(p, sm, sg, b, g * p.head_group, m_lo, 0, tid);
-      cp_async_commit();
-      for (int t = 0; t < n_tiles; ++t) {
-        if (t + 1 < n_tiles)
-          load_q_tile(p, sm, sg, b, g * p.head_group + (t + 1) / n_m, m_lo + (t + 1) % n_m,
-                      (t + 1) % 2, tid);
+      constexpr int kS = Cfg::kStages;
+      auto load_t = [&](int t) {
+        if (t < n_tiles)
+          load_q_tile(p, sm, sg, b, g * p.head_group + t / n_m, m_lo + t % n_m, t % kS, tid);
         cp_async_commit();
-        cp_async_wait<1>();
+      };
+#pragma unroll
+      for (int t = 0; t < kS - 1; ++t) load_t(t);
+      for (int t = 0; t < n_tiles; ++t) {
+        cp_async_wait<kS - 2>();
         fence_proxy_async_smem();
         __syncthreads();
+        load_t(t + kS - 1);
         const int m0 = (m_lo + t % n_m) * kBm;
-        tile<kDV, kDK>(sm, t % 2, score, vis, m0, key0, lane, warp, acc_dv, acc_dk);
-        __syncthreads();
+        if (score.raw)
+          tile_raw<kDV, kDK>(sm, t % kS, score, vis, m0, key0, lane, warp, tid % 128, acc_dv,
+                             acc_dk);
+        else
+          tile<kDV, kDK>(sm, t % kS, score, vis, m0, key0, lane, warp, acc_dv, acc_dk);
       }
       cp_async_wait<0>();  // (only the empty groups, or K/V when no tile ran)
-      __syncthreads();     // K, V free for the next unit
+      __syncthreads();     // K, V and every stage free for the next unit
 
       const int key_r = key0 + warp * 16 + lane / 4;
       if constexpr (kDV)

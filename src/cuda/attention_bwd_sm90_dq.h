@@ -19,9 +19,10 @@
 // (numerics.md "Backward"): deterministic by construction, no atomics, no
 // semaphores, no workspace.
 //
-// Synchronization as in pass 2: cp.async loads by all threads, then
-// cp.async.wait_group + fence.proxy.async + __syncthreads; the K/V stage of
-// tile t is refilled for tile t + 2 after the __syncthreads that ends tile t.
+// Synchronization as in pass 2: cp.async loads by all threads into a ring of
+// Cfg::kStages stages, then cp.async.wait_group + fence.proxy.async +
+// __syncthreads, one barrier per tile; after it, the stage of tile t - 1 is
+// refilled with tile t + kStages - 1.
 #pragma once
 
 #include "cuda/attention_bwd_sm90_common.h"
@@ -116,7 +117,9 @@ struct DqKernel {
       const SeqGeom sg = seq_geom(p, b);
       const BwdVisibility vis{sg.lq, sg.lk, p.window_left, p.window_right};
       const int hk = h / p.head_group;
-      const int m0 = m * kBm;
+      // Query tiles of a (sequence, head) are taken last row first: under a
+      // causal mask the longest units start first (FREE: order only).
+      const int m0 = ((sg.lq + kBm - 1) / kBm - 1 - m) * kBm;
       const int wrow0 = m0 + 64 * wg;                    // this warpgroup's first row
       const int row_r = wrow0 + warp * 16 + lane / 4;  // this thread's accumulator row 0
 
@@ -158,23 +161,33 @@ struct DqKernel {
       // And the ones this warpgroup's rows see (others add exact zeros).
       int w_lo, w_hi;
       vis.keys_of_rows(wrow0, wrow0 + 63, w_lo, w_hi);
+      // The keys this thread's two rows see (masks of the raw path).
+      int klo[2], khi[2];
+      vis.keys_of_row(row_r, klo[0], khi[0]);
+      vis.keys_of_row(row_r + 8, klo[1], khi[1]);
 
       float acc[kAccRegs];
 #pragma unroll
       for (int i = 0; i < kAccRegs; ++i) acc[i] = 0.f;
 
-      // Steady state, KV tile t in stage t % 2 (same protocol as pass 2).
-      if (n_tiles > 0) load_kv_tile(p, sm, sg, b, hk, n_lo, 0, tid);
-      cp_async_commit();
-      for (int t = 0; t < n_tiles; ++t) {
-        if (t + 1 < n_tiles) load_kv_tile(p, sm, sg, b, hk, n_lo + t + 1, (t + 1) % 2, tid);
+      // Ring of kS stages, KV tile t in stage t % kS (same protocol as
+      // pass 2: one __syncthreads per tile, after which stage (t - 1) % kS
+      // is refilled with tile t + kS - 1).
+      constexpr int kS = Cfg::kStages;
+      auto load_t = [&](int t) {
+        if (t < n_tiles) load_kv_tile(p, sm, sg, b, hk, n_lo + t, t % kS, tid);
         cp_async_commit();
-        cp_async_wait<1>();
+      };
+#pragma unroll
+      for (int t = 0; t < kS - 1; ++t) load_t(t);
+      for (int t = 0; t < n_tiles; ++t) {
+        cp_async_wait<kS - 2>();
         fence_proxy_async_smem();
         __syncthreads();
+        load_t(t + kS - 1);
         const int k0 = (n_lo + t) * kBn;
         if (w_hi >= w_lo && w_hi >= k0 && w_lo <= k0 + kBn - 1) {
-          const int s = t % 2;
+          const int s = t % kS;
           const bool full = vis.all_visible(wrow0, 64, k0, kBn);
           const uint32_t q_addr = smem_addr(sm.q()) + 64 * wg * kRow;
           const uint32_t do_addr = smem_addr(sm.dout()) + 64 * wg * kRow;
@@ -186,10 +199,46 @@ struct DqKernel {
           // gemm Q_wg * K^T -> S (group 1); gemm dO_wg * V^T -> dP (group 2)
           issue_ss<kBn, kD, Cfg::kBf16>(st, q_addr, kBm * kRow, k_addr, kBn * kRow);
           issue_ss<kBn, kD, Cfg::kBf16>(dpt, do_addr, kBm * kRow, v_addr, kBn * kRow);
+          // Element e = 4c + 2hh + jj: row row_r + 8hh, key k0 + 8c + 2q4 + jj.
+          if (score.raw) {
+            // Raw exponent form (no softcap, positive scale): BwdScore::p
+            // and ::g without branches per element; on tiles that are not
+            // fully visible the mask is applied by selects (P = G = 0
+            // where invisible). P while dP still runs.
+            auto body = [&](auto masked) {
+              constexpr bool kMasked = decltype(masked)::value;
+              auto visible = [&](int e) -> bool {
+                if constexpr (!kMasked) {
+                  return true;
+                } else {
+                  const int j = k0 + 8 * (e / 4) + 2 * q4 + (e % 2), hh = (e / 2) % 2;
+                  return (j >= klo[hh]) & (j <= khi[hh]);
+                }
+              };
+              wgmma_wait<1>();
+              fence_regs(st);
+#pragma unroll
+              for (int e = 0; e < kSRegs; ++e) {
+                const float pv =
+                    exp2_approx(__fmaf_rn(st[e], score.scale_log2, -lse2[(e / 2) % 2]));
+                st[e] = visible(e) ? pv : 0.f;
+              }
+              wgmma_wait<0>();
+              fence_regs(dpt);
+#pragma unroll
+              for (int e = 0; e < kSRegs; ++e) {
+                const float g = __fmul_rn(st[e], __fsub_rn(dpt[e], dd[(e / 2) % 2]));
+                dpt[e] = visible(e) ? g : 0.f;
+              }
+            };
+            if (full)
+              body(std::false_type{});
+            else
+              body(std::true_type{});
+          } else {
           wgmma_wait<0>();
           fence_regs(st);
           fence_regs(dpt);
-          // Element e = 4c + 2hh + jj: row row_r + 8hh, key k0 + 8c + 2q4 + jj.
 #pragma unroll
           for (int e = 0; e < kSRegs; ++e) {
             const int c = e / 4, hh = (e / 2) % 2, jj = e % 2;
@@ -200,6 +249,7 @@ struct DqKernel {
             }
             dpt[e] = g;
           }
+          }
           pack_a<kBn, Cfg::kBf16>(dpt, af);
           // gemm round(G) * K -> dQ (group 3)
           issue_rs<kBn, kD, Cfg::kBf16>(acc, af, k_addr, kBn * kRow);
@@ -207,10 +257,9 @@ struct DqKernel {
           fence_regs(acc);
           fence_regs(af);
         }
-        __syncthreads();
       }
       cp_async_wait<0>();
-      __syncthreads();  // Q, dO free for the next unit
+      __syncthreads();  // Q, dO and every stage free for the next unit
 
       // dq = round(scale * dQ). Overwrites D of the same rows, read above by
       // this thread only... and by pass 2, which has finished.

@@ -9,6 +9,12 @@
 
 #include "samebits/config.h"
 
+// FREE build switch (speed only): 1 = the dK/dV kernel's two warpgroups
+// share P^T through shared memory at head dims 128, 256 (see BwdConfig).
+#ifndef SAMEBITS_BWD_SHARE_P
+#define SAMEBITS_BWD_SHARE_P 1
+#endif
+
 namespace samebits::cuda::sm90 {
 
 struct AttentionBwdParams {
@@ -89,13 +95,21 @@ struct BwdConfig {
   static constexpr int kBlockM = 64;  // query rows per streamed Q / dO tile
   static constexpr int kKVBytes = kBlockN * kHeadDim * kElemBytes;  // K or V: Bn x d
   static constexpr int kQTileBytes = kBlockM * kHeadDim * kElemBytes;  // Q or dO: Bm x d
-  static constexpr int kStages = 2;  // Q/dO double buffer (cp.async)
+  // Streamed-tile ring (cp.async, one __syncthreads per tile): 3 stages
+  // where shared memory allows, 2 at head dim 256.
+  static constexpr int kStages = kHeadDim <= 128 ? 3 : 2;
   static constexpr int kDkdvOffK = 0;
   static constexpr int kDkdvOffV = kDkdvOffK + kKVBytes;
   static constexpr int kDkdvOffQ = kDkdvOffV + kKVBytes;                       // [stage]
   static constexpr int kDkdvOffDo = kDkdvOffQ + kStages * kQTileBytes;         // [stage]
-  static constexpr int kDkdvOffRow = kDkdvOffDo + kStages * kQTileBytes;       // lse2, D [stage]
-  static constexpr int kDkdvSmemBytes = kDkdvOffRow + kStages * 2 * kBlockM * 4 + 1024;
+  static constexpr int kDkdvOffRow = kDkdvOffDo + kStages * kQTileBytes;       // lse, D [stage]
+  // Split roles: whether the dV warpgroup hands P^T (f32, 64 keys x Bm
+  // rows) to the dK warpgroup through shared memory instead of the dK
+  // warpgroup recomputing S^T (raw exponent form only; FREE, same bits).
+  static constexpr bool kShareP = kSplitRoles && SAMEBITS_BWD_SHARE_P != 0;
+  static constexpr int kDkdvOffP = kDkdvOffRow + kStages * 2 * kBlockM * 4;
+  static constexpr int kPBytes = kShareP ? 64 * kBlockM * 4 : 0;
+  static constexpr int kDkdvSmemBytes = kDkdvOffP + kPBytes + 1024;
 
   // ---- dQ kernel: a CTA owns kDqBlockM query rows of one (sequence, head),
   // 64 per warpgroup; K/V tiles of kDqBlockN keys stream through.

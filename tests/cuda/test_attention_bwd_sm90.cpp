@@ -5,8 +5,9 @@
 // that shows the bitwise check can fail. Exit status 0 only if all pass;
 // 0 with a SKIP line without an sm90 device.
 //
-// usage: test_attention_bwd_sm90 [--quick] [--bench] [--bench-only]
+// usage: test_attention_bwd_sm90 [--quick] [--small] [--bench] [--bench-only]
 //   --bench: also time the backward (TFLOP/s, FLOPs = 2.5 x the forward's)
+//   --small: only a few tiny accuracy cases per head dim (for racecheck)
 #include <algorithm>
 #include <map>
 
@@ -372,6 +373,29 @@ void accuracy_suite(int D, sb_dtype dt) {
   accuracy_case(p, seed++);
 }
 
+// A few tiny cases that still cross every pipeline path (several streamed
+// tiles, the ring wrapping, skipped and masked tiles, GQA, units of
+// different lengths), small enough for compute-sanitizer's racecheck.
+void small_suite(int D) {
+  Problem p;
+  p.D = D;
+  p.dt = SB_BF16;
+  p.dense = true;
+  p.H = p.Hk = 1;
+  p.lq = {330};
+  p.lk = {330};
+  accuracy_case(p, 7000 + D);
+  p = Problem();
+  p.D = D;
+  p.dt = SB_BF16;
+  p.H = 2;
+  p.Hk = 1;
+  p.lq = {1, 70, 260};
+  p.lk = p.lq;
+  p.wr = 0;
+  accuracy_case(p, 7100 + D);
+}
+
 // ---------------------------------------------------------------- invariance
 // Sequence `b` of a packed problem: its rows of q-like and k-like tensors.
 struct SeqSlice {
@@ -640,16 +664,22 @@ void bench() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool do_bench = false, bench_only = false;
+  bool do_bench = false, bench_only = false, small = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") g_quick = true;
     if (a == "--bench") do_bench = true;
     if (a == "--bench-only") do_bench = bench_only = true;
+    if (a == "--small") small = true;
   }
   if (!sb_cuda_supported(0)) {
     std::printf("SKIP: no sm90 device (sb_cuda_supported(0) == 0)\n");
     return 0;
+  }
+  if (small) {
+    for (int D : {64, 128, 256}) small_suite(D);
+    std::printf(g_failures == 0 ? "ALL PASSED\n" : "%d FAILED\n", g_failures);
+    return g_failures == 0 ? 0 : 1;
   }
   if (!bench_only) {
     negative_control();
