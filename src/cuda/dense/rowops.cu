@@ -14,7 +14,7 @@
 //   thread: a thread loads its NV vectors of the row (slot c holds elements
 //   [j0, j0 + V), j0 = (c * kRowThreads + t) * V) once, all loads of the CTA
 //   issued before any reduction or store, keeps them in registers for every
-//   pass, and writes 16-byte vectors. A CTA runs kRowsPerCta<NV> rows side by
+//   pass, and writes 16-byte vectors. A CTA runs kRowsPerCta rows side by
 //   side (each row its own tree; one barrier pair serves them all) so that a
 //   thread has about 64 bytes of each input in flight.
 // - loop kernels (*_loop_kernel), longer rows: every pass re-reads the row.
@@ -46,11 +46,12 @@ constexpr int kMaxRegVecs = 8;    // FREE: longest row kept in registers, in vec
 // rows (rows never interact).
 template <int NV, int kInputs>
 constexpr int kRowsPerCta = 4 / (NV * kInputs) >= 2 ? 2 : 1;
-// FREE: CTAs per SM the register kernels are compiled for, i.e. a register
-// cap of 64 per thread up to NV = 2, then 128 (NV = 4) and 255 (NV = 8):
-// about 64 KiB of loads in flight per SM whatever the row length.
-template <int NV>
-constexpr int kMinCtasPerSm = NV <= 2 ? 4 : 8 / NV;
+// FREE: CTAs per SM the register kernels are compiled for (launch bounds),
+// i.e. a register cap of 64 per thread up to NV = 2, then 128; 255 for the
+// longest rows of two inputs (no spills at these caps, nvcc 13.0): about
+// 32-64 KiB of loads in flight per SM whatever the row length.
+template <int NV, int kInputs>
+constexpr int kMinCtasPerSm = NV <= 2 ? 4 : (NV == 4 || kInputs == 1) ? 2 : 1;
 
 template <class T>
 struct Vec {
@@ -197,7 +198,7 @@ __device__ __forceinline__ float block_max1(float v, float (*red)[kWarps]) {
 // alias inputs (in-place ops), so a store must not be ordered before a load.
 
 template <class T, class TW, int NV>
-__global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV>)
+__global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 1>)
     rmsnorm_fwd_reg_kernel(const __grid_constant__ sb_rmsnorm_params p) {
   constexpr int V = Vec<T>::V, R = kRowsPerCta<NV, 1>;
   __shared__ float red[R][kWarps];
@@ -275,7 +276,7 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV>)
 }
 
 template <class T, class TW, int NV>
-__global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV>)
+__global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 2>)
     rmsnorm_bwd_dx_reg_kernel(const __grid_constant__ sb_rmsnorm_backward_params p) {
   constexpr int V = Vec<T>::V, R = kRowsPerCta<NV, 2>;
   __shared__ float red[R][kWarps];
@@ -351,7 +352,7 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV>)
 // LOG: log_softmax. exp(x - mx) is computed once per element and kept for
 // the softmax output (the same value the sum used: expf is a pure function).
 template <class TX, class TY, int NV, bool LOG>
-__global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV>)
+__global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 1>)
     softmax_fwd_reg_kernel(const __grid_constant__ sb_softmax_params p) {
   constexpr int V = Vec<TX>::V, R = kRowsPerCta<NV, 1>;
   __shared__ float red[R][kWarps];
@@ -420,7 +421,7 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV>)
 }
 
 template <class TY, class TD, int NV>
-__global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV>)
+__global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 2>)
     softmax_bwd_reg_kernel(const __grid_constant__ sb_softmax_backward_params p) {
   constexpr int V = Vec<TY>::V, R = kRowsPerCta<NV, 2>;
   __shared__ float red[R][kWarps];
@@ -475,7 +476,7 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV>)
 }
 
 template <class TX, class TY, int NV>
-__global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV>)
+__global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 1>)
     reduce_reg_kernel(const __grid_constant__ sb_reduce_params p) {
   constexpr int V = Vec<TX>::V, R = kRowsPerCta<NV, 1>;
   __shared__ float red[R][kWarps];
