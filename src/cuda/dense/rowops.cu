@@ -194,8 +194,10 @@ __device__ __forceinline__ float block_max1(float v, float (*red)[kWarps]) {
 // ---------------------------------------------------------------- register kernels
 // Row i of the CTA is row blockIdx.x * R + i; a row past the last one reads
 // nothing (n_i = 0), takes part in the barriers and writes nothing.
-// Every kernel issues all its loads before its first store: outputs may
-// alias inputs (in-place ops), so a store must not be ordered before a load.
+// Every kernel loads all its row inputs (x, residual, dy, y) before its
+// first store: outputs may alias them (in-place ops), so each element is read
+// before the same thread overwrites it. Only the weight, never an output, is
+// read after a store.
 
 template <class T, class TW, int NV>
 __global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 1>)
