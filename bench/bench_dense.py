@@ -18,8 +18,11 @@
    (--tiles: also every tile-table entry forced, the data the table is
    chosen from),
    RMSNorm / softmax vs PyTorch and vs a device-to-device copy of the same
-   bytes (bench_rowops says what each op is charged). Timing: CUDA events, warm-up, median of repeats, fresh L2 is not
-   forced (inputs are >= 32 MiB at the sizes that matter).
+   bytes (bench_rowops says what each op is charged). Timing: CUDA events,
+   warm-up, median of repeats, fresh L2 is not forced (inputs are >= 32 MiB
+   at the sizes that matter).
+   --rows-only: the row ops alone (1-3 and 5 without GEMMs); --skip-checks:
+   speed only.
 """
 
 from __future__ import annotations
