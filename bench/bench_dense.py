@@ -1,7 +1,7 @@
 """Dense ops on the GPU: invariance, accuracy and speed in one run.
 
     SAMEBITS_LIBRARY=path/to/libsamebits.so PYTHONPATH=python \
-        python bench/bench_dense.py --out results.json [--quick]
+        python bench/bench_dense.py --out results.json [--quick] [--rows-only]
 
 1. GEMM / RMSNorm / softmax / log_softmax / sum / mean: row r computed with
    M rows equals row r computed with the full batch, bitwise, for every M
@@ -18,8 +18,11 @@
    (--tiles: also every tile-table entry forced, the data the table is
    chosen from),
    RMSNorm / softmax vs PyTorch and vs a device-to-device copy of the same
-   bytes. Timing: CUDA events, warm-up, median of repeats, fresh L2 is not
-   forced (inputs are >= 32 MiB at the sizes that matter).
+   bytes (bench_rowops says what each op is charged). Timing: CUDA events,
+   warm-up, median of repeats, fresh L2 is not forced (inputs are >= 32 MiB
+   at the sizes that matter).
+   --rows-only: the row ops alone (1-3 and 5 without GEMMs); --skip-checks:
+   speed only.
 """
 
 from __future__ import annotations
@@ -114,7 +117,7 @@ def check(name, ok):
 
 
 # ------------------------------------------------------------------ invariance
-def invariance(buckets):
+def invariance(buckets, rows_only=False):
     g = torch.Generator(device=dev).manual_seed(0)
     Mmax = max(buckets) + 8
     K, N = 1024, 768
@@ -139,7 +142,10 @@ def invariance(buckets):
         "sum": lambda t: D.sum(xs[: t.shape[0]]),
         "mean_f32_out": lambda t: D.mean(xs[: t.shape[0]], dtype=torch.float32),
     }
+    row_ops = ("rms_norm", "softmax", "log_softmax", "sum", "mean_f32_out")
     for name, fn in ops.items():
+        if rows_only and name not in row_ops:
+            continue
         src = xodd if "odd" in name else x
         full = fn(src)
         ok = True
@@ -155,10 +161,17 @@ def invariance(buckets):
                     part = sl()
                 ok &= torch.equal(part, full[off: off + M])
         RESULTS["invariance"][name] = check("invariance " + name, ok)
-    # f32 GEMM (FFMA path)
-    full = D.linear(xf, wf)
-    RESULTS["invariance"]["linear_f32"] = check(
-        "invariance f32", all(torch.equal(D.linear(xf[o:o + M], wf), full[o:o + M]) for M in buckets for o in (0, 5)))
+    # negative control of the row comparison: one input bit of row 0 flipped
+    # must show up in that row's output
+    xs_bad = xs[:7].clone()
+    xs_bad.view(torch.int16)[0, 11] ^= 1
+    RESULTS["invariance"]["rows_negative_control (expect False)"] = bool(
+        torch.equal(D.rms_norm(xs_bad, rw, 1e-6), D.rms_norm(xs, rw, 1e-6)[:7]))
+    check("row invariance negative control", not RESULTS["invariance"]["rows_negative_control (expect False)"])
+    if not rows_only:  # f32 GEMM (FFMA path)
+        full = D.linear(xf, wf)
+        RESULTS["invariance"]["linear_f32"] = check(
+            "invariance f32", all(torch.equal(D.linear(xf[o:o + M], wf), full[o:o + M]) for M in buckets for o in (0, 5)))
     # RMSNorm backward dx
     xr = xs[:4096].float().requires_grad_()
     dyr = torch.randn_like(xr)
@@ -211,15 +224,18 @@ def tile_invariance(buckets):
     RESULTS["invariance"]["tiles_bmm"] = check("invariance tiles_bmm", ok)
 
 
-def run_hashes(runs=50):
+def run_hashes(runs=50, rows_only=False):
     g = torch.Generator(device=dev).manual_seed(1)
     x = torch.randn(2048, 4096, device=dev, dtype=torch.bfloat16, generator=g)
     w = torch.randn(4096, 4096, device=dev, dtype=torch.bfloat16, generator=g) / 64
     rw = torch.randn(4096, device=dev, dtype=torch.bfloat16, generator=g)
     dy = torch.randn(2048, 4096, device=dev, dtype=torch.bfloat16, generator=g)
     out = {"gemm": set(), "rms_fwd_bwd": set(), "softmax_bwd": set()}
+    if rows_only:
+        del out["gemm"]
     for _ in range(runs):
-        out["gemm"].add(h(D.linear(x, w)))
+        if not rows_only:
+            out["gemm"].add(h(D.linear(x, w)))
         xr, wr = x.clone().requires_grad_(), rw.clone().requires_grad_()
         y = D.rms_norm(xr, wr, 1e-5)
         gx, gw = torch.autograd.grad(y, (xr, wr), dy)
@@ -233,11 +249,11 @@ def run_hashes(runs=50):
 
 
 # ------------------------------------------------------------------ accuracy
-def accuracy():
+def accuracy(rows_only=False):
     g = torch.Generator(device=dev).manual_seed(2)
     acc = RESULTS["accuracy"]
     for dt in (torch.bfloat16, torch.float16, torch.float32):
-        for M, N, K in ((1, 4096, 4096), (300, 1000, 1000), (4096, 512, 4096)):
+        for M, N, K in ((1, 4096, 4096), (300, 1000, 1000), (4096, 512, 4096)) if not rows_only else ():
             a = torch.randn(M, K, device=dev, dtype=dt, generator=g)
             w = torch.randn(N, K, device=dev, dtype=dt, generator=g) / K ** 0.5
             ref = a.double() @ w.double().T
@@ -246,7 +262,7 @@ def accuracy():
             key = f"gemm {str(dt)[6:]} {M}x{N}x{K}"
             acc[key] = {"samebits": e_sb, "samebits_kn": e_kn, "torch": e_t}
             check(key, max(e_sb, e_kn) <= 2 * e_t + 1e-6)
-        if dt != torch.float32:
+        if dt != torch.float32 and not rows_only:
             a3 = torch.randn(4, 100, 300, device=dev, dtype=dt, generator=g)
             b3 = torch.randn(4, 300, 90, device=dev, dtype=dt, generator=g) / 300 ** 0.5
             ref = a3.double() @ b3.double()
@@ -387,24 +403,56 @@ def bench_gemm_tiles(Ms, shapes):
 
 
 def bench_rowops(Ms, N=4096):
+    """bf16 row ops beside torch and a device copy of x. frac_of_copy =
+    (bytes / t) / (2 * bytes(x) / t_copy), with `bytes` what the op must move
+    at least: 2 x (read x, write y) for the forward ops, as before; 4 x for
+    add_rms_norm (x, residual in; y, h out); 3 x for the backward ops (two
+    inputs, one gradient; rms_norm_bwd_dw also re-reads x and dy for dw, not
+    counted); 1 x for sum. torch_ms is None where torch has no single op."""
     for M in Ms:
         x = torch.randn(M, N, device=dev, dtype=torch.bfloat16)
         w = torch.randn(N, device=dev, dtype=torch.bfloat16)
+        r = torch.randn(M, N, device=dev, dtype=torch.bfloat16)
+        dy = torch.randn(M, N, device=dev, dtype=torch.bfloat16)
         y = torch.empty_like(x)
-        nbytes = 2 * x.numel() * x.element_size()  # read + write
+        xb = x.numel() * x.element_size()
         t_copy = timeit_graph(lambda: y.copy_(x))
-        for name, ours, theirs in (
-            ("rms_norm", lambda: D.rms_norm(x, w, 1e-6), lambda: F.rms_norm(x, (N,), w, 1e-6)),
-            ("softmax", lambda: D.softmax(x), lambda: torch.softmax(x, -1)),
-            ("log_softmax", lambda: D.log_softmax(x), lambda: torch.log_softmax(x, -1)),
-        ):
-            t_sb, t_t = timeit_graph(ours), timeit_graph(theirs)
+        rstd = D._rmsnorm_fwd_impl(x, None, w, 1e-6)[2]
+        s_sm, s_ls = D.softmax(x), D.log_softmax(x)
+        t_sm, t_ls = torch.softmax(x, -1), torch.log_softmax(x, -1)
+        try:  # torch's own fused RMSNorm backward, where this torch has one
+            t_rstd = torch.ops.aten._fused_rms_norm(x, [N], w, 1e-6)[1]
+            fused_bwd = lambda: torch.ops.aten._fused_rms_norm_backward(dy, x, [N], t_rstd, w, [True, True])  # noqa: E731
+            fused_bwd()
+        except Exception as e:
+            print(f"torch fused RMSNorm backward unavailable ({type(e).__name__}: {e})", flush=True)
+            fused_bwd = None
+        ops = (
+            ("rms_norm", 2, lambda: D.rms_norm(x, w, 1e-6), lambda: F.rms_norm(x, (N,), w, 1e-6)),
+            ("softmax", 2, lambda: D.softmax(x), lambda: torch.softmax(x, -1)),
+            ("log_softmax", 2, lambda: D.log_softmax(x), lambda: torch.log_softmax(x, -1)),
+            ("add_rms_norm", 4, lambda: D.add_rms_norm(x, r, w, 1e-6), lambda: F.rms_norm(x + r, (N,), w, 1e-6)),
+            ("rms_norm_bwd_dx", 3, lambda: D._rms_norm_bwd_op(dy, x, w, rstd, False), None),
+            ("rms_norm_bwd_dw", 3, lambda: D._rms_norm_bwd_op(dy, x, w, rstd, True),
+             fused_bwd),
+            ("softmax_bwd", 3, lambda: D._softmax_bwd_op(s_sm, dy, False, x.dtype),
+             lambda: torch._softmax_backward_data(dy, t_sm, -1, x.dtype)),
+            ("log_softmax_bwd", 3, lambda: D._softmax_bwd_op(s_ls, dy, True, x.dtype),
+             lambda: torch._log_softmax_backward_data(dy, t_ls, -1, x.dtype)),
+            ("sum", 1, lambda: D.sum(x), lambda: torch.sum(x, -1)),
+        )
+        for name, k, ours, theirs in ops:
+            nbytes = k * xb
+            t_sb = timeit_graph(ours)
+            t_t = timeit_graph(theirs) if theirs is not None else None
             row = {"op": name, "M": M, "N": N, "samebits_ms": t_sb, "torch_ms": t_t, "copy_ms": t_copy,
-                   "samebits_GBps": nbytes / t_sb / 1e6, "copy_GBps": nbytes / t_copy / 1e6,
-                   "frac_of_copy": t_copy / t_sb, "vs_torch": t_t / t_sb}
+                   "bytes": nbytes, "samebits_GBps": nbytes / t_sb / 1e6, "copy_GBps": 2 * xb / t_copy / 1e6,
+                   "frac_of_copy": (nbytes / t_sb) / (2 * xb / t_copy),
+                   "vs_torch": (t_t / t_sb) if t_t is not None else None}
             RESULTS["rowops"].append(row)
-            print(f"{name:12s} M={M:6d} N={N}  samebits {row['samebits_GBps']:7.0f} GB/s  copy "
-                  f"{row['copy_GBps']:7.0f} GB/s  ({row['frac_of_copy']:.2f} of copy)  vs torch {row['vs_torch']:.2f}x",
+            vt = f"{row['vs_torch']:.2f}x" if t_t is not None else "-"
+            print(f"{name:16s} M={M:6d} N={N}  samebits {t_sb * 1e3:7.1f} us {row['samebits_GBps']:7.0f} GB/s  copy "
+                  f"{row['copy_GBps']:7.0f} GB/s  ({row['frac_of_copy']:.2f} of copy)  vs torch {vt}",
                   flush=True)
 
 
@@ -415,6 +463,9 @@ def main():
     ap.add_argument("--skip-bench", action="store_true")
     ap.add_argument("--gemm-only", action="store_true", help="GEMM checks and benchmarks only")
     ap.add_argument("--tiles", action="store_true", help="also time every tile-table entry")
+    ap.add_argument("--skip-checks", action="store_true", help="speed only: no invariance / hash / accuracy / mode")
+    ap.add_argument("--rows-only", action="store_true",
+                    help="row ops only (RMSNorm, softmax, sum/mean): invariance, hashes, accuracy, speed")
     args = ap.parse_args()
     RESULTS["device"] = torch.cuda.get_device_name()
     RESULTS["torch"] = torch.__version__
@@ -422,13 +473,19 @@ def main():
     buckets = [1, 2, 7, 64, 513, 4096, 16384]
     stages = [("invariance", lambda: invariance(buckets)), ("tile_invariance", lambda: tile_invariance(buckets)),
               ("hash", lambda: run_hashes(50)), ("accuracy", accuracy), ("mode", mode_checks)]
+    if args.rows_only:
+        stages = [("invariance", lambda: invariance(buckets, rows_only=True)),
+                  ("hash", lambda: run_hashes(50, rows_only=True)), ("accuracy", lambda: accuracy(rows_only=True))]
+    if args.skip_checks:
+        stages = []
     shapes = [(4096, 4096), (14336, 4096), (4096, 14336), (128256, 4096)]
     if not args.skip_bench:
         Ms = ([1, 8, 16, 32, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 2048, 4096, 8192, 16384]
               if not args.quick else [1, 4096])
         if not args.gemm_only:
             stages += [("rowops", lambda: bench_rowops([4096, 16384]))]
-        stages += [("gemm", lambda: bench_gemm(Ms, shapes))]
+        if not args.rows_only:
+            stages += [("gemm", lambda: bench_gemm(Ms, shapes))]
         if args.tiles:
             stages += [("gemm_tiles", lambda: bench_gemm_tiles(Ms, shapes))]
     for name, fn in stages:
@@ -442,7 +499,7 @@ def main():
         print(f"[{name}] {time.time() - t:.1f} s", flush=True)
         with open(args.out, "w") as f:
             json.dump({**RESULTS, "fails": FAILS}, f, indent=1)
-    print(json.dumps({k: RESULTS[k] for k in ("invariance", "hash", "accuracy", "mode")}, indent=1))
+    print(json.dumps({k: RESULTS[k] for k in ("invariance", "hash", "accuracy", "mode") if RESULTS[k]}, indent=1))
     print("FAILS:", FAILS, f"total {time.time() - t0:.1f} s")
     return 1 if FAILS else 0
 

@@ -8,14 +8,25 @@
 // increasing j, then a warp xor-butterfly (offsets 16, 8, 4, 2, 1) and a
 // sequential sum of the kRowThreads / 32 warp totals, warp 0 first. Rows
 // never interact, so the row count and the grid do not enter any result.
-// Loads are 16-byte vectors when the row start is aligned (else scalar loads
-// of the same elements, with the same arithmetic).
+//
+// Two implementations of that one order:
+// - register kernels (*_reg_kernel), rows of at most kMaxRegVecs vectors per
+//   thread: a thread loads its NV vectors of the row (slot c holds elements
+//   [j0, j0 + V), j0 = (c * kRowThreads + t) * V) once, all loads of the CTA
+//   issued before any reduction or store, keeps them in registers for every
+//   pass, and writes 16-byte vectors. A CTA runs kRowsPerCta rows side by
+//   side (each row its own tree; one barrier pair serves them all) so that a
+//   thread has about 64 bytes of each input in flight.
+// - loop kernels (*_loop_kernel), longer rows: every pass re-reads the row.
+// Loads and stores are 16-byte vectors when the row start is aligned (else
+// scalar accesses of the same elements, with the same arithmetic).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "core/backend.h"
 #include "cuda/dense/dense_cuda.h"
@@ -27,12 +38,534 @@ namespace {
 constexpr int kRowThreads = 256;  // BITS: shapes the per-row reduction tree
 constexpr int kWarps = kRowThreads / 32;
 constexpr int kChunk = SB_RMSNORM_DW_CHUNK;
-constexpr int kColThreads = 256;  // FREE: threads per CTA of the dw kernels
+constexpr int kColThreads = 128;  // FREE: threads per CTA of the dw kernels
+constexpr int kMaxRegVecs = 8;    // FREE: longest row kept in registers, in vectors per thread
+
+// FREE: rows per CTA of the register kernels, for NV vectors per thread of
+// each of kInputs row inputs: about 64 bytes in flight per thread, at most 2
+// rows (rows never interact).
+template <int NV, int kInputs>
+constexpr int kRowsPerCta = 4 / (NV * kInputs) >= 2 ? 2 : 1;
+// FREE: CTAs per SM the register kernels are compiled for (launch bounds),
+// i.e. a register cap of 64 per thread up to NV = 2, then 128; 255 for the
+// longest rows of two inputs (no spills at these caps, nvcc 13.0): about
+// 32-64 KiB of loads in flight per SM whatever the row length.
+template <int NV, int kInputs>
+constexpr int kMinCtasPerSm = NV <= 2 ? 4 : (NV == 4 || kInputs == 1) ? 2 : 1;
 
 template <class T>
 struct Vec {
   static constexpr int V = 16 / sizeof(T);
 };
+
+// V elements of E in registers, as one (or two) 16-byte words, or one 8-byte
+// word for 4 x 16-bit.
+template <class E, int V>
+struct alignas(V * sizeof(E) >= 16 ? 16 : V * sizeof(E)) Pack {
+  E e[V];
+};
+
+__device__ __forceinline__ bool aligned16(const void* p) {
+  return (reinterpret_cast<uintptr_t>(p) & 15) == 0;
+}
+
+// Elements [j0, j0 + V) of `row`; those >= n read as +0. `vec`: row is
+// 16-byte aligned.
+template <class E, int V>
+__device__ __forceinline__ Pack<E, V> load_pack(const E* row, int64_t j0, int64_t n, bool vec) {
+  constexpr int kBytes = V * sizeof(E);
+  static_assert(kBytes % 16 == 0 || kBytes == 8, "a pack is 8, 16 or 32 bytes");
+  Pack<E, V> q;
+  if (vec && j0 + V <= n) {
+    if constexpr (kBytes % 16 == 0) {
+#pragma unroll
+      for (int k = 0; k < kBytes / 16; ++k)
+        reinterpret_cast<uint4*>(q.e)[k] = reinterpret_cast<const uint4*>(row + j0)[k];
+    } else {
+      *reinterpret_cast<uint2*>(q.e) = *reinterpret_cast<const uint2*>(row + j0);
+    }
+  } else {
+#pragma unroll
+    for (int v = 0; v < V; ++v) q.e[v] = j0 + v < n ? row[j0 + v] : from_float<E>(0.0f);
+  }
+  return q;
+}
+
+// Stores the elements of q that are < n at row[j0...].
+template <class E, int V>
+__device__ __forceinline__ void store_pack(E* row, int64_t j0, int64_t n, bool vec, const Pack<E, V>& q) {
+  constexpr int kBytes = V * sizeof(E);
+  if (vec && j0 + V <= n) {
+    if constexpr (kBytes % 16 == 0) {
+#pragma unroll
+      for (int k = 0; k < kBytes / 16; ++k)
+        reinterpret_cast<uint4*>(row + j0)[k] = reinterpret_cast<const uint4*>(q.e)[k];
+    } else {
+      *reinterpret_cast<uint2*>(row + j0) = *reinterpret_cast<const uint2*>(q.e);
+    }
+  } else {
+#pragma unroll
+    for (int v = 0; v < V; ++v)
+      if (j0 + v < n) row[j0 + v] = q.e[v];
+  }
+}
+
+// Hides q's value from the compiler (emits no instruction). Called after a
+// barrier on the packs a later pass reads again: the fp32 conversions made
+// before the barrier cannot be reused after it, so only the packed words stay
+// live across it (half the registers for 16-bit types). Values are unchanged.
+template <class E, int V>
+__device__ __forceinline__ void launder(Pack<E, V>& q) {
+  uint32_t* w = reinterpret_cast<uint32_t*>(q.e);
+#pragma unroll
+  for (int k = 0; k < int(V * sizeof(E) / 4); ++k) asm volatile("" : "+r"(w[k]));
+}
+
+template <class E, int V, int R, int NV>
+__device__ __forceinline__ void launder(Pack<E, V> (&q)[R][NV]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i)
+#pragma unroll
+    for (int c = 0; c < NV; ++c) launder(q[i][c]);
+}
+
+// First element of this thread's slot c (see top).
+template <int V>
+__device__ __forceinline__ int64_t slot_j0(int c) {
+  return (int64_t(c) * kRowThreads + threadIdx.x) * V;
+}
+
+// The fixed CTA tree (see top) over the threads' partial sums of R rows at
+// once; row i's tree touches only v[i] and red[i]. The leading barrier lets
+// the function be called repeatedly on the same `red`.
+template <int R>
+__device__ __forceinline__ void block_sum(float (&v)[R], float (*red)[kWarps]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i)
+#pragma unroll
+    for (int o = 16; o >= 1; o /= 2) v[i] = __fadd_rn(v[i], __shfl_xor_sync(0xffffffffu, v[i], o));
+  __syncthreads();  // previous readers of `red` are done
+  if (threadIdx.x % 32 == 0)
+#pragma unroll
+    for (int i = 0; i < R; ++i) red[i][threadIdx.x / 32] = v[i];
+  __syncthreads();  // warp totals visible to every thread
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    float s = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) s = __fadd_rn(s, red[i][w]);
+    v[i] = s;
+  }
+}
+
+template <int R>
+__device__ __forceinline__ void block_max(float (&v)[R], float (*red)[kWarps]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i)
+#pragma unroll
+    for (int o = 16; o >= 1; o /= 2) v[i] = fmaxf(v[i], __shfl_xor_sync(0xffffffffu, v[i], o));
+  __syncthreads();  // previous readers of `red` are done
+  if (threadIdx.x % 32 == 0)
+#pragma unroll
+    for (int i = 0; i < R; ++i) red[i][threadIdx.x / 32] = v[i];
+  __syncthreads();  // warp maxima visible to every thread
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    float s = red[i][0];
+#pragma unroll
+    for (int w = 1; w < kWarps; ++w) s = fmaxf(s, red[i][w]);
+    v[i] = s;
+  }
+}
+
+// One row: single-row forms of the trees for the loop kernels.
+__device__ __forceinline__ float block_sum1(float v, float (*red)[kWarps]) {
+  float a[1] = {v};
+  block_sum<1>(a, red);
+  return a[0];
+}
+
+__device__ __forceinline__ float block_max1(float v, float (*red)[kWarps]) {
+  float a[1] = {v};
+  block_max<1>(a, red);
+  return a[0];
+}
+
+// ---------------------------------------------------------------- register kernels
+// Row i of the CTA is row blockIdx.x * R + i; a row past the last one reads
+// nothing (n_i = 0), takes part in the barriers and writes nothing.
+// Every kernel loads all its row inputs (x, residual, dy, y) before its
+// first store: outputs may alias them (in-place ops), so each element is read
+// before the same thread overwrites it. Only the weight, never an output, is
+// read after a store.
+
+template <class T, class TW, int NV>
+__global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 1>)
+    rmsnorm_fwd_reg_kernel(const __grid_constant__ sb_rmsnorm_params p) {
+  constexpr int V = Vec<T>::V, R = kRowsPerCta<NV, 1>;
+  __shared__ float red[R][kWarps];
+  const int64_t n = p.cols, r0 = int64_t(blockIdx.x) * R;
+  const bool has_res = p.residual != nullptr;
+  const TW* w = static_cast<const TW*>(p.weight);
+  Pack<T, V> h[R][NV], rv[R][NV];
+  // loads: x, residual
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    const int64_t ni = r0 + i < p.rows ? n : 0;
+    const T* x = static_cast<const T*>(p.x) + (r0 + i) * p.x_row_stride;
+#pragma unroll
+    for (int c = 0; c < NV; ++c) h[i][c] = load_pack<T, V>(x, slot_j0<V>(c), ni, aligned16(x));
+    if (has_res) {
+      const T* res = static_cast<const T*>(p.residual) + (r0 + i) * p.residual_row_stride;
+#pragma unroll
+      for (int c = 0; c < NV; ++c) rv[i][c] = load_pack<T, V>(res, slot_j0<V>(c), ni, aligned16(res));
+    }
+  }
+  // h = round(x + residual), the rounded sum is normalized; sum of squares
+  float ss[R];
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    ss[i] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < NV; ++c) {
+      const int64_t j0 = slot_j0<V>(c);
+      if (j0 >= n) continue;  // the slot holds no element of the row
+      if (has_res) {
+#pragma unroll
+        for (int v = 0; v < V; ++v)
+          if (j0 + v < n) h[i][c].e[v] = from_float<T>(__fadd_rn(to_float(h[i][c].e[v]), to_float(rv[i][c].e[v])));
+        if (r0 + i < p.rows) {
+          T* ho = static_cast<T*>(p.residual_out) + (r0 + i) * p.residual_out_row_stride;
+          store_pack<T, V>(ho, j0, n, aligned16(ho), h[i][c]);
+        }
+      }
+#pragma unroll
+      for (int v = 0; v < V; ++v) {  // tail lanes add +0
+        const float hv = to_float(h[i][c].e[v]);
+        ss[i] = __fadd_rn(ss[i], __fmul_rn(hv, hv));
+      }
+    }
+  }
+  block_sum<R>(ss, red);
+  launder(h);
+  // the weight (an L2 hit after the first CTAs) is loaded here, not held
+  // across the barrier
+  Pack<TW, V> wv[NV];
+  if (w)
+#pragma unroll
+    for (int c = 0; c < NV; ++c) wv[c] = load_pack<TW, V>(w, slot_j0<V>(c), n, aligned16(w));
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    const int64_t r = r0 + i;
+    if (r >= p.rows) continue;
+    const float rstd = __frcp_rn(__fsqrt_rn(__fadd_rn(__fdiv_rn(ss[i], float(n)), p.eps)));
+    if (p.rstd && threadIdx.x == 0) p.rstd[r] = rstd;
+    T* y = static_cast<T*>(p.y) + r * p.y_row_stride;
+#pragma unroll
+    for (int c = 0; c < NV; ++c) {
+      const int64_t j0 = slot_j0<V>(c);
+      if (j0 >= n) continue;
+      Pack<T, V> o;
+#pragma unroll
+      for (int v = 0; v < V; ++v) {
+        float a = __fmul_rn(to_float(h[i][c].e[v]), rstd);
+        if (w) a = __fmul_rn(a, to_float(wv[c].e[v]));
+        o.e[v] = from_float<T>(a);
+      }
+      store_pack<T, V>(y, j0, n, aligned16(y), o);
+    }
+  }
+}
+
+template <class T, class TW, int NV>
+__global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 2>)
+    rmsnorm_bwd_dx_reg_kernel(const __grid_constant__ sb_rmsnorm_backward_params p) {
+  constexpr int V = Vec<T>::V, R = kRowsPerCta<NV, 2>;
+  __shared__ float red[R][kWarps];
+  const int64_t n = p.cols, r0 = int64_t(blockIdx.x) * R;
+  const TW* w = static_cast<const TW*>(p.weight);
+  Pack<T, V> xv[R][NV], dv[R][NV];
+  Pack<TW, V> wv[NV];
+  float rstd[R];
+  // loads: x, dy, rstd, weight
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    const bool live = r0 + i < p.rows;
+    const int64_t ni = live ? n : 0;
+    const T* x = static_cast<const T*>(p.x) + (r0 + i) * p.x_row_stride;
+    const T* dy = static_cast<const T*>(p.dy) + (r0 + i) * p.dy_row_stride;
+#pragma unroll
+    for (int c = 0; c < NV; ++c) {
+      xv[i][c] = load_pack<T, V>(x, slot_j0<V>(c), ni, aligned16(x));
+      dv[i][c] = load_pack<T, V>(dy, slot_j0<V>(c), ni, aligned16(dy));
+    }
+    rstd[i] = live ? p.rstd[r0 + i] : 0.0f;
+  }
+  if (w)
+#pragma unroll
+    for (int c = 0; c < NV; ++c) wv[c] = load_pack<TW, V>(w, slot_j0<V>(c), n, aligned16(w));
+  // sum of g * xhat
+  float s[R];
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    s[i] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < NV; ++c) {
+      const int64_t j0 = slot_j0<V>(c);
+      if (j0 >= n) continue;
+#pragma unroll
+      for (int v = 0; v < V; ++v) {
+        const float d = to_float(dv[i][c].e[v]);
+        const float g = (w && j0 + v < n) ? __fmul_rn(d, to_float(wv[c].e[v])) : d;
+        s[i] = __fadd_rn(s[i], __fmul_rn(g, __fmul_rn(to_float(xv[i][c].e[v]), rstd[i])));
+      }
+    }
+  }
+  block_sum<R>(s, red);
+  launder(xv);
+  launder(dv);
+  // the weight is read again (an L1 hit) rather than held across the barrier
+  if (w)
+#pragma unroll
+    for (int c = 0; c < NV; ++c) wv[c] = load_pack<TW, V>(w, slot_j0<V>(c), n, aligned16(w));
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    const int64_t r = r0 + i;
+    if (r >= p.rows) continue;
+    const float mean_gx = __fdiv_rn(s[i], float(n));
+    T* dx = static_cast<T*>(p.dx) + r * p.dx_row_stride;
+#pragma unroll
+    for (int c = 0; c < NV; ++c) {
+      const int64_t j0 = slot_j0<V>(c);
+      if (j0 >= n) continue;
+      Pack<T, V> o;
+#pragma unroll
+      for (int v = 0; v < V; ++v) {
+        const float d = to_float(dv[i][c].e[v]);
+        const float g = w ? __fmul_rn(d, to_float(wv[c].e[v])) : d;
+        const float xh = __fmul_rn(to_float(xv[i][c].e[v]), rstd[i]);
+        o.e[v] = from_float<T>(__fmul_rn(rstd[i], __fsub_rn(g, __fmul_rn(xh, mean_gx))));
+      }
+      store_pack<T, V>(dx, j0, n, aligned16(dx), o);
+    }
+  }
+}
+
+// LOG: log_softmax. exp(x - mx) is computed once per element and kept for
+// the softmax output (the same value the sum used: expf is a pure function).
+template <class TX, class TY, int NV, bool LOG>
+__global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 1>)
+    softmax_fwd_reg_kernel(const __grid_constant__ sb_softmax_params p) {
+  constexpr int V = Vec<TX>::V, R = kRowsPerCta<NV, 1>;
+  __shared__ float red[R][kWarps];
+  const int64_t n = p.cols, r0 = int64_t(blockIdx.x) * R;
+  Pack<TX, V> xv[R][NV];
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    const int64_t ni = r0 + i < p.rows ? n : 0;
+    const TX* x = static_cast<const TX*>(p.x) + (r0 + i) * p.x_row_stride;
+#pragma unroll
+    for (int c = 0; c < NV; ++c) xv[i][c] = load_pack<TX, V>(x, slot_j0<V>(c), ni, aligned16(x));
+  }
+  float mx[R];
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    mx[i] = -INFINITY;
+#pragma unroll
+    for (int c = 0; c < NV; ++c) {
+      const int64_t j0 = slot_j0<V>(c);
+      if (j0 >= n) continue;
+#pragma unroll
+      for (int v = 0; v < V; ++v)
+        if (j0 + v < n) mx[i] = fmaxf(mx[i], to_float(xv[i][c].e[v]));
+    }
+  }
+  block_max<R>(mx, red);  // exact: max is order-free
+  launder(xv);
+  float s[R], e[LOG ? 1 : R][LOG ? 1 : NV][V];
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    if (mx[i] == -INFINITY) mx[i] = 0.0f;
+    s[i] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < NV; ++c) {
+      const int64_t j0 = slot_j0<V>(c);
+      if (j0 >= n) continue;
+#pragma unroll
+      for (int v = 0; v < V; ++v) {
+        const float ev = expf(__fsub_rn(to_float(xv[i][c].e[v]), mx[i]));
+        if constexpr (!LOG) e[i][c][v] = ev;
+        if (j0 + v < n) s[i] = __fadd_rn(s[i], ev);
+      }
+    }
+  }
+  block_sum<R>(s, red);
+  if constexpr (LOG) launder(xv);
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    const int64_t r = r0 + i;
+    if (r >= p.rows) continue;
+    TY* y = static_cast<TY*>(p.y) + r * p.y_row_stride;
+    const float ls = logf(s[i]), inv = __frcp_rn(s[i]);
+#pragma unroll
+    for (int c = 0; c < NV; ++c) {
+      const int64_t j0 = slot_j0<V>(c);
+      if (j0 >= n) continue;
+      Pack<TY, V> o;
+#pragma unroll
+      for (int v = 0; v < V; ++v) {
+        if constexpr (LOG) o.e[v] = from_float<TY>(__fsub_rn(__fsub_rn(to_float(xv[i][c].e[v]), mx[i]), ls));
+        else o.e[v] = from_float<TY>(__fmul_rn(e[i][c][v], inv));
+      }
+      store_pack<TY, V>(y, j0, n, aligned16(y), o);
+    }
+  }
+}
+
+template <class TY, class TD, int NV>
+__global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 2>)
+    softmax_bwd_reg_kernel(const __grid_constant__ sb_softmax_backward_params p) {
+  constexpr int V = Vec<TY>::V, R = kRowsPerCta<NV, 2>;
+  __shared__ float red[R][kWarps];
+  const int64_t n = p.cols, r0 = int64_t(blockIdx.x) * R;
+  Pack<TY, V> yv[R][NV], dv[R][NV];
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    const int64_t ni = r0 + i < p.rows ? n : 0;
+    const TY* y = static_cast<const TY*>(p.y) + (r0 + i) * p.y_row_stride;
+    const TY* dy = static_cast<const TY*>(p.dy) + (r0 + i) * p.dy_row_stride;
+#pragma unroll
+    for (int c = 0; c < NV; ++c) {
+      yv[i][c] = load_pack<TY, V>(y, slot_j0<V>(c), ni, aligned16(y));
+      dv[i][c] = load_pack<TY, V>(dy, slot_j0<V>(c), ni, aligned16(dy));
+    }
+  }
+  float s[R];
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    s[i] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < NV; ++c) {
+      if (slot_j0<V>(c) >= n) continue;
+#pragma unroll
+      for (int v = 0; v < V; ++v) {  // tail lanes add +0
+        const float d = to_float(dv[i][c].e[v]);
+        s[i] = __fadd_rn(s[i], p.log ? d : __fmul_rn(d, to_float(yv[i][c].e[v])));
+      }
+    }
+  }
+  block_sum<R>(s, red);
+  launder(yv);
+  launder(dv);
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    const int64_t r = r0 + i;
+    if (r >= p.rows) continue;
+    TD* dx = static_cast<TD*>(p.dx) + r * p.dx_row_stride;
+#pragma unroll
+    for (int c = 0; c < NV; ++c) {
+      const int64_t j0 = slot_j0<V>(c);
+      if (j0 >= n) continue;
+      Pack<TD, V> o;
+#pragma unroll
+      for (int v = 0; v < V; ++v) {
+        const float yf = to_float(yv[i][c].e[v]), d = to_float(dv[i][c].e[v]);
+        o.e[v] = from_float<TD>(p.log ? __fsub_rn(d, __fmul_rn(expf(yf), s[i])) : __fmul_rn(yf, __fsub_rn(d, s[i])));
+      }
+      store_pack<TD, V>(dx, j0, n, aligned16(dx), o);
+    }
+  }
+}
+
+template <class TX, class TY, int NV>
+__global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 1>)
+    reduce_reg_kernel(const __grid_constant__ sb_reduce_params p) {
+  constexpr int V = Vec<TX>::V, R = kRowsPerCta<NV, 1>;
+  __shared__ float red[R][kWarps];
+  const int64_t n = p.cols, r0 = int64_t(blockIdx.x) * R;
+  Pack<TX, V> xv[R][NV];
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    const int64_t ni = r0 + i < p.rows ? n : 0;
+    const TX* x = static_cast<const TX*>(p.x) + (r0 + i) * p.x_row_stride;
+#pragma unroll
+    for (int c = 0; c < NV; ++c) xv[i][c] = load_pack<TX, V>(x, slot_j0<V>(c), ni, aligned16(x));
+  }
+  float s[R];
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    s[i] = 0.0f;
+#pragma unroll
+    for (int c = 0; c < NV; ++c) {
+      if (slot_j0<V>(c) >= n) continue;
+#pragma unroll
+      for (int v = 0; v < V; ++v) s[i] = __fadd_rn(s[i], to_float(xv[i][c].e[v]));  // tail lanes add +0
+    }
+  }
+  block_sum<R>(s, red);
+  if (threadIdx.x == 0)
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      if (r0 + i >= p.rows) continue;
+      const float si = p.op == SB_REDUCE_MEAN ? __fdiv_rn(s[i], float(n)) : s[i];
+      static_cast<TY*>(p.y)[(r0 + i) * p.y_stride] = from_float<TY>(si);
+    }
+}
+
+// ---------------------------------------------------------------- RMSNorm dw
+// dw partials: CTA (column block, chunk c); a thread owns V adjacent columns
+// and adds dy * xhat over the chunk's rows in increasing row order, one
+// accumulator per column.
+template <class T>
+__global__ void __launch_bounds__(kColThreads)
+    rmsnorm_dw_partial_kernel(const __grid_constant__ sb_rmsnorm_backward_params p) {
+  constexpr int V = Vec<T>::V;
+  const int64_t j0 = (int64_t(blockIdx.x) * kColThreads + threadIdx.x) * V, c = blockIdx.y, n = p.cols;
+  if (j0 >= n) return;
+  const int64_t r0 = c * kChunk, r1 = min(p.rows, r0 + kChunk);
+  const T* x = static_cast<const T*>(p.x);
+  const T* dy = static_cast<const T*>(p.dy);
+  // every row start 16-byte aligned
+  const bool vec = aligned16(x) && aligned16(dy) && p.x_row_stride % V == 0 && p.dy_row_stride % V == 0;
+  float acc[V];
+#pragma unroll
+  for (int v = 0; v < V; ++v) acc[v] = 0.0f;
+#pragma unroll 8
+  for (int64_t r = r0; r < r1; ++r) {
+    const Pack<T, V> xv = load_pack<T, V>(x + r * p.x_row_stride, j0, n, vec);
+    const Pack<T, V> dv = load_pack<T, V>(dy + r * p.dy_row_stride, j0, n, vec);
+    const float rs = p.rstd[r];
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      const float xh = __fmul_rn(to_float(xv.e[v]), rs);
+      acc[v] = __fadd_rn(acc[v], __fmul_rn(to_float(dv.e[v]), xh));
+    }
+  }
+  float* ws = p.workspace + c * n;
+#pragma unroll
+  for (int k = 0; k < V / 4; ++k) {  // float4 quarters of the V columns
+    Pack<float, 4> q;
+#pragma unroll
+    for (int v = 0; v < 4; ++v) q.e[v] = acc[4 * k + v];
+    store_pack<float, 4>(ws, j0 + 4 * k, n, aligned16(ws), q);
+  }
+}
+
+// dw[j] = left fold of the chunk partials, chunk 0 first.
+template <class TW>
+__global__ void __launch_bounds__(kColThreads)
+    rmsnorm_dw_fold_kernel(const __grid_constant__ sb_rmsnorm_backward_params p, int64_t chunks) {
+  const int64_t j = int64_t(blockIdx.x) * kColThreads + threadIdx.x;
+  if (j >= p.cols) return;
+  float acc = 0.0f;
+  // 32 loads in flight per thread: only cols threads exist, so the fold is
+  // bound by load latency, not bandwidth
+#pragma unroll 32
+  for (int64_t c = 0; c < chunks; ++c) acc = __fadd_rn(acc, p.workspace[c * p.cols + j]);
+  static_cast<TW*>(p.dw)[j] = from_float<TW>(acc);
+}
+// ---------------------------------------------------------------- loop kernels
+// Rows longer than kMaxRegVecs vectors per thread: each pass re-reads the row.
 
 // Loads elements [j0, j0 + V) of `row` (those < cols) as fp32.
 template <class T>
@@ -50,47 +583,16 @@ __device__ __forceinline__ void load_v(const T* row, int64_t j0, int64_t cols, b
   }
 }
 
-__device__ __forceinline__ bool aligned16(const void* p) {
-  return (reinterpret_cast<uintptr_t>(p) & 15) == 0;
-}
-
-// The fixed CTA tree over the threads' partial sums (see top). `red` holds
-// kWarps floats; the leading barrier lets the function be called repeatedly.
-__device__ __forceinline__ float block_sum(float v, float* red) {
-#pragma unroll
-  for (int o = 16; o >= 1; o /= 2) v = __fadd_rn(v, __shfl_xor_sync(0xffffffffu, v, o));
-  __syncthreads();  // previous readers of `red` are done
-  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = v;
-  __syncthreads();  // warp totals visible
-  float s = 0.0f;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) s = __fadd_rn(s, red[w]);
-  return s;
-}
-
-__device__ __forceinline__ float block_max(float v, float* red) {
-#pragma unroll
-  for (int o = 16; o >= 1; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
-  __syncthreads();
-  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = v;
-  __syncthreads();
-  float s = red[0];
-#pragma unroll
-  for (int w = 1; w < kWarps; ++w) s = fmaxf(s, red[w]);
-  return s;
-}
-
 // j0 of this thread's c-th vector: ((c * kRowThreads) + t) * V
 #define SB_ROW_LOOP(T, cols, j0)                                                        \
   for (int64_t j0 = int64_t(threadIdx.x) * Vec<T>::V; j0 < (cols);                      \
        j0 += int64_t(kRowThreads) * Vec<T>::V)
 
-// ---------------------------------------------------------------- RMSNorm
 template <class T, class TW>
 __global__ void __launch_bounds__(kRowThreads)
-    rmsnorm_fwd_kernel(const __grid_constant__ sb_rmsnorm_params p) {
+    rmsnorm_fwd_loop_kernel(const __grid_constant__ sb_rmsnorm_params p) {
   constexpr int V = Vec<T>::V;
-  __shared__ float red[kWarps];
+  __shared__ float red[1][kWarps];
   const int64_t r = blockIdx.x, n = p.cols;
   const T* x = static_cast<const T*>(p.x) + r * p.x_row_stride;
   const T* res = p.residual ? static_cast<const T*>(p.residual) + r * p.residual_row_stride : nullptr;
@@ -114,7 +616,7 @@ __global__ void __launch_bounds__(kRowThreads)
 #pragma unroll
     for (int v = 0; v < V; ++v) ss = __fadd_rn(ss, __fmul_rn(h[v], h[v]));  // tail lanes add +0
   }
-  ss = block_sum(ss, red);
+  ss = block_sum1(ss, red);
   const float rstd = __frcp_rn(__fsqrt_rn(__fadd_rn(__fdiv_rn(ss, float(n)), p.eps)));
   if (p.rstd && threadIdx.x == 0) p.rstd[r] = rstd;
   const T* hsrc = res ? ho : x;
@@ -135,9 +637,9 @@ __global__ void __launch_bounds__(kRowThreads)
 
 template <class T, class TW>
 __global__ void __launch_bounds__(kRowThreads)
-    rmsnorm_bwd_dx_kernel(const __grid_constant__ sb_rmsnorm_backward_params p) {
+    rmsnorm_bwd_dx_loop_kernel(const __grid_constant__ sb_rmsnorm_backward_params p) {
   constexpr int V = Vec<T>::V;
-  __shared__ float red[kWarps];
+  __shared__ float red[1][kWarps];
   const int64_t r = blockIdx.x, n = p.cols;
   const T* x = static_cast<const T*>(p.x) + r * p.x_row_stride;
   const T* dy = static_cast<const T*>(p.dy) + r * p.dy_row_stride;
@@ -155,7 +657,7 @@ __global__ void __launch_bounds__(kRowThreads)
       s = __fadd_rn(s, __fmul_rn(g, __fmul_rn(xv[v], rstd)));
     }
   }
-  const float mean_gx = __fdiv_rn(block_sum(s, red), float(n));
+  const float mean_gx = __fdiv_rn(block_sum1(s, red), float(n));
   T* dx = static_cast<T*>(p.dx) + r * p.dx_row_stride;
   SB_ROW_LOOP(T, n, j0) {
     float xv[V], dv[V];
@@ -171,40 +673,11 @@ __global__ void __launch_bounds__(kRowThreads)
   }
 }
 
-// dw partials: CTA (column block, chunk c); thread j adds dy * xhat over the
-// chunk's rows in increasing row order.
-template <class T>
-__global__ void __launch_bounds__(kColThreads)
-    rmsnorm_dw_partial_kernel(const __grid_constant__ sb_rmsnorm_backward_params p) {
-  const int64_t j = int64_t(blockIdx.x) * kColThreads + threadIdx.x, c = blockIdx.y;
-  if (j >= p.cols) return;
-  const int64_t r0 = c * kChunk, r1 = min(p.rows, r0 + kChunk);
-  float acc = 0.0f;
-  for (int64_t r = r0; r < r1; ++r) {
-    float xh = __fmul_rn(to_float(static_cast<const T*>(p.x)[r * p.x_row_stride + j]), p.rstd[r]);
-    float d = to_float(static_cast<const T*>(p.dy)[r * p.dy_row_stride + j]);
-    acc = __fadd_rn(acc, __fmul_rn(d, xh));
-  }
-  p.workspace[c * p.cols + j] = acc;
-}
-
-// dw[j] = left fold of the chunk partials, chunk 0 first.
-template <class TW>
-__global__ void __launch_bounds__(kColThreads)
-    rmsnorm_dw_fold_kernel(const __grid_constant__ sb_rmsnorm_backward_params p, int64_t chunks) {
-  const int64_t j = int64_t(blockIdx.x) * kColThreads + threadIdx.x;
-  if (j >= p.cols) return;
-  float acc = 0.0f;
-  for (int64_t c = 0; c < chunks; ++c) acc = __fadd_rn(acc, p.workspace[c * p.cols + j]);
-  static_cast<TW*>(p.dw)[j] = from_float<TW>(acc);
-}
-
-// ---------------------------------------------------------------- softmax
 template <class TX, class TY>
 __global__ void __launch_bounds__(kRowThreads)
-    softmax_fwd_kernel(const __grid_constant__ sb_softmax_params p) {
+    softmax_fwd_loop_kernel(const __grid_constant__ sb_softmax_params p) {
   constexpr int V = Vec<TX>::V;
-  __shared__ float red[kWarps];
+  __shared__ float red[1][kWarps];
   const int64_t r = blockIdx.x, n = p.cols;
   const TX* x = static_cast<const TX*>(p.x) + r * p.x_row_stride;
   const bool vec = aligned16(x);
@@ -216,7 +689,7 @@ __global__ void __launch_bounds__(kRowThreads)
     for (int v = 0; v < V; ++v)
       if (j0 + v < n) mx = fmaxf(mx, xv[v]);
   }
-  mx = block_max(mx, red);  // exact: max is order-free
+  mx = block_max1(mx, red);  // exact: max is order-free
   if (mx == -INFINITY) mx = 0.0f;
   float s = 0.0f;
   SB_ROW_LOOP(TX, n, j0) {
@@ -226,7 +699,7 @@ __global__ void __launch_bounds__(kRowThreads)
     for (int v = 0; v < V; ++v)
       if (j0 + v < n) s = __fadd_rn(s, expf(__fsub_rn(xv[v], mx)));
   }
-  s = block_sum(s, red);
+  s = block_sum1(s, red);
   TY* y = static_cast<TY*>(p.y) + r * p.y_row_stride;
   const float ls = logf(s), inv = __frcp_rn(s);
   SB_ROW_LOOP(TX, n, j0) {
@@ -243,9 +716,9 @@ __global__ void __launch_bounds__(kRowThreads)
 
 template <class TY, class TD>
 __global__ void __launch_bounds__(kRowThreads)
-    softmax_bwd_kernel(const __grid_constant__ sb_softmax_backward_params p) {
+    softmax_bwd_loop_kernel(const __grid_constant__ sb_softmax_backward_params p) {
   constexpr int V = Vec<TY>::V;
-  __shared__ float red[kWarps];
+  __shared__ float red[1][kWarps];
   const int64_t r = blockIdx.x, n = p.cols;
   const TY* y = static_cast<const TY*>(p.y) + r * p.y_row_stride;
   const TY* dy = static_cast<const TY*>(p.dy) + r * p.dy_row_stride;
@@ -258,7 +731,7 @@ __global__ void __launch_bounds__(kRowThreads)
 #pragma unroll
     for (int v = 0; v < V; ++v) s = __fadd_rn(s, p.log ? dv[v] : __fmul_rn(dv[v], yv[v]));
   }
-  s = block_sum(s, red);
+  s = block_sum1(s, red);
   TD* dx = static_cast<TD*>(p.dx) + r * p.dx_row_stride;
   SB_ROW_LOOP(TY, n, j0) {
     float yv[V], dv[V];
@@ -272,11 +745,10 @@ __global__ void __launch_bounds__(kRowThreads)
   }
 }
 
-// ---------------------------------------------------------------- sum / mean
 template <class TX, class TY>
-__global__ void __launch_bounds__(kRowThreads) reduce_kernel(const __grid_constant__ sb_reduce_params p) {
+__global__ void __launch_bounds__(kRowThreads) reduce_loop_kernel(const __grid_constant__ sb_reduce_params p) {
   constexpr int V = Vec<TX>::V;
-  __shared__ float red[kWarps];
+  __shared__ float red[1][kWarps];
   const int64_t r = blockIdx.x, n = p.cols;
   const TX* x = static_cast<const TX*>(p.x) + r * p.x_row_stride;
   const bool vec = aligned16(x);
@@ -287,10 +759,11 @@ __global__ void __launch_bounds__(kRowThreads) reduce_kernel(const __grid_consta
 #pragma unroll
     for (int v = 0; v < V; ++v) s = __fadd_rn(s, xv[v]);
   }
-  s = block_sum(s, red);
+  s = block_sum1(s, red);
   if (p.op == SB_REDUCE_MEAN) s = __fdiv_rn(s, float(n));
   if (threadIdx.x == 0) static_cast<TY*>(p.y)[r * p.y_stride] = from_float<TY>(s);
 }
+
 
 // ---------------------------------------------------------------- dispatch
 // Calls f(T{}) for the storage type of `d`.
@@ -302,6 +775,23 @@ sb_status with_type(sb_dtype d, F&& f) {
     default: return f(__nv_bfloat16{});
   }
 }
+
+// Calls f(std::integral_constant<int, NV>{}) with the register kernels' NV
+// (1, 2, 4 or 8 vectors per thread) that holds a row of `cols` elements of a
+// V-element vector type, or NV = 0 (the loop kernels) for longer rows.
+template <class F>
+sb_status with_vecs(int64_t cols, int V, F&& f) {
+  const int64_t nv = ((cols + V - 1) / V + kRowThreads - 1) / kRowThreads;
+  static_assert(kMaxRegVecs == 8, "the list below ends at kMaxRegVecs");
+  if (nv <= 1) return f(std::integral_constant<int, 1>{});
+  if (nv <= 2) return f(std::integral_constant<int, 2>{});
+  if (nv <= 4) return f(std::integral_constant<int, 4>{});
+  if (nv <= 8) return f(std::integral_constant<int, 8>{});
+  return f(std::integral_constant<int, 0>{});
+}
+
+// CTAs for `rows` rows at R rows per CTA.
+unsigned row_grid(int64_t rows, int R) { return unsigned((rows + R - 1) / R); }
 
 sb_status launched(const char* what) {
   cudaError_t e = cudaGetLastError();
@@ -321,8 +811,14 @@ sb_status rmsnorm_forward(const sb_rmsnorm_params& p) {
     using T = decltype(tx);
     return with_type(p.w_dtype, [&](auto tw) {
       using TW = decltype(tw);
-      rmsnorm_fwd_kernel<T, TW><<<unsigned(p.rows), kRowThreads, 0, s>>>(p);
-      return launched("rmsnorm_forward");
+      return with_vecs(p.cols, Vec<T>::V, [&](auto nv) {
+        constexpr int NV = decltype(nv)::value;
+        if constexpr (NV == 0)
+          rmsnorm_fwd_loop_kernel<T, TW><<<unsigned(p.rows), kRowThreads, 0, s>>>(p);
+        else
+          rmsnorm_fwd_reg_kernel<T, TW, NV><<<row_grid(p.rows, kRowsPerCta<NV, 1>), kRowThreads, 0, s>>>(p);
+        return launched("rmsnorm_forward");
+      });
     });
   });
 }
@@ -337,12 +833,22 @@ sb_status rmsnorm_backward(const sb_rmsnorm_backward_params& p) {
     using T = decltype(tx);
     return with_type(p.w_dtype, [&](auto tw) {
       using TW = decltype(tw);
-      if (p.rows > 0 && p.cols > 0)
-        rmsnorm_bwd_dx_kernel<T, TW><<<unsigned(p.rows), kRowThreads, 0, s>>>(p);
+      if (p.rows > 0 && p.cols > 0) {
+        with_vecs(p.cols, Vec<T>::V, [&](auto nv) {
+          constexpr int NV = decltype(nv)::value;
+          if constexpr (NV == 0)
+            rmsnorm_bwd_dx_loop_kernel<T, TW><<<unsigned(p.rows), kRowThreads, 0, s>>>(p);
+          else
+            rmsnorm_bwd_dx_reg_kernel<T, TW, NV><<<row_grid(p.rows, kRowsPerCta<NV, 2>), kRowThreads, 0, s>>>(p);
+          return SB_OK;
+        });
+      }
       if (p.dw != nullptr && p.cols > 0) {
-        const unsigned cb = unsigned((p.cols + kColThreads - 1) / kColThreads);
-        if (chunks > 0) rmsnorm_dw_partial_kernel<T><<<dim3(cb, unsigned(chunks)), kColThreads, 0, s>>>(p);
-        rmsnorm_dw_fold_kernel<TW><<<cb, kColThreads, 0, s>>>(p, chunks);
+        const int64_t per_cta = int64_t(kColThreads) * Vec<T>::V;  // columns of a partial CTA
+        const unsigned pb = unsigned((p.cols + per_cta - 1) / per_cta);
+        const unsigned fb = unsigned((p.cols + kColThreads - 1) / kColThreads);
+        if (chunks > 0) rmsnorm_dw_partial_kernel<T><<<dim3(pb, unsigned(chunks)), kColThreads, 0, s>>>(p);
+        rmsnorm_dw_fold_kernel<TW><<<fb, kColThreads, 0, s>>>(p, chunks);
       }
       return launched("rmsnorm_backward");
     });
@@ -353,9 +859,20 @@ sb_status softmax_forward(const sb_softmax_params& p) {
   if (!grid_ok(p.rows)) return fail(SB_UNSUPPORTED, "softmax: too many rows");
   auto s = static_cast<cudaStream_t>(p.stream);
   return with_type(p.x_dtype, [&](auto tx) {
+    using TX = decltype(tx);
     return with_type(p.y_dtype, [&](auto ty) {
-      softmax_fwd_kernel<decltype(tx), decltype(ty)><<<unsigned(p.rows), kRowThreads, 0, s>>>(p);
-      return launched("softmax_forward");
+      using TY = decltype(ty);
+      return with_vecs(p.cols, Vec<TX>::V, [&](auto nv) {
+        constexpr int NV = decltype(nv)::value;
+        if constexpr (NV == 0) {
+          softmax_fwd_loop_kernel<TX, TY><<<unsigned(p.rows), kRowThreads, 0, s>>>(p);
+        } else {
+          const unsigned grid = row_grid(p.rows, kRowsPerCta<NV, 1>);
+          if (p.log) softmax_fwd_reg_kernel<TX, TY, NV, true><<<grid, kRowThreads, 0, s>>>(p);
+          else softmax_fwd_reg_kernel<TX, TY, NV, false><<<grid, kRowThreads, 0, s>>>(p);
+        }
+        return launched("softmax_forward");
+      });
     });
   });
 }
@@ -364,9 +881,17 @@ sb_status softmax_backward(const sb_softmax_backward_params& p) {
   if (!grid_ok(p.rows)) return fail(SB_UNSUPPORTED, "softmax backward: too many rows");
   auto s = static_cast<cudaStream_t>(p.stream);
   return with_type(p.y_dtype, [&](auto ty) {
+    using TY = decltype(ty);
     return with_type(p.dx_dtype, [&](auto td) {
-      softmax_bwd_kernel<decltype(ty), decltype(td)><<<unsigned(p.rows), kRowThreads, 0, s>>>(p);
-      return launched("softmax_backward");
+      using TD = decltype(td);
+      return with_vecs(p.cols, Vec<TY>::V, [&](auto nv) {
+        constexpr int NV = decltype(nv)::value;
+        if constexpr (NV == 0)
+          softmax_bwd_loop_kernel<TY, TD><<<unsigned(p.rows), kRowThreads, 0, s>>>(p);
+        else
+          softmax_bwd_reg_kernel<TY, TD, NV><<<row_grid(p.rows, kRowsPerCta<NV, 2>), kRowThreads, 0, s>>>(p);
+        return launched("softmax_backward");
+      });
     });
   });
 }
@@ -375,9 +900,17 @@ sb_status reduce(const sb_reduce_params& p) {
   if (!grid_ok(p.rows)) return fail(SB_UNSUPPORTED, "reduce: too many rows");
   auto s = static_cast<cudaStream_t>(p.stream);
   return with_type(p.x_dtype, [&](auto tx) {
+    using TX = decltype(tx);
     return with_type(p.y_dtype, [&](auto ty) {
-      reduce_kernel<decltype(tx), decltype(ty)><<<unsigned(p.rows), kRowThreads, 0, s>>>(p);
-      return launched("reduce");
+      using TY = decltype(ty);
+      return with_vecs(p.cols, Vec<TX>::V, [&](auto nv) {
+        constexpr int NV = decltype(nv)::value;
+        if constexpr (NV == 0)
+          reduce_loop_kernel<TX, TY><<<unsigned(p.rows), kRowThreads, 0, s>>>(p);
+        else
+          reduce_reg_kernel<TX, TY, NV><<<row_grid(p.rows, kRowsPerCta<NV, 1>), kRowThreads, 0, s>>>(p);
+        return launched("reduce");
+      });
     });
   });
 }
