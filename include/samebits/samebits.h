@@ -133,6 +133,34 @@ typedef struct sb_kvcache_append_params {
 
 /* Forward: writes out and lse. */
 SB_API sb_status sb_attention_forward(const sb_attention_params* params);
+/* Attention over a KV cache on CUDA (block_table set, or seqused_k with a
+ * dense q and cache) folds per-split partial states kept in a device
+ * workspace. sb_attention_forward uses one owned by the library (per
+ * device, grown on demand, so it cannot grow inside a CUDA-graph capture,
+ * and shared by all streams of a device: concurrent calls on two streams
+ * would race on it). sb_attention_forward_ws takes the caller's instead.
+ *
+ * sb_attention_workspace_size: *bytes is the workspace that runs every
+ * query row of `params` in one pass, *min_bytes the least that works (one
+ * query row per pass); either pointer may be NULL. Both are 0 when the call
+ * needs none (the CPU backend, the training forward). They depend only on
+ * dtype, device, batch, num_heads, head_dim, seqlen_q, seqlen_k and on which of
+ * block_table / seqused_k / cu_seqlens are set (never on device values,
+ * never on data pointers), so they can be queried before allocating.
+ *
+ * sb_attention_forward_ws: sb_attention_forward with `workspace`, a device
+ * buffer on the current device of at least min_bytes (any alignment; its
+ * contents are scratch, read only after being written by the same call).
+ * The results never depend on the workspace or its size. No allocation is
+ * made, so the call can be captured in a CUDA graph at once, and calls on
+ * different streams are safe when each has its own workspace (a buffer
+ * may be reused on one stream, in stream order). workspace == NULL with
+ * workspace_bytes == 0 is sb_attention_forward. Added in ABI version 1
+ * (additive). */
+SB_API sb_status sb_attention_workspace_size(const sb_attention_params* params, size_t* bytes,
+                                             size_t* min_bytes);
+SB_API sb_status sb_attention_forward_ws(const sb_attention_params* params, void* workspace,
+                                         size_t workspace_bytes);
 /* Backward: reads q, k, v, out, lse, dout; writes dq, dk, dv. */
 SB_API sb_status sb_attention_backward(const sb_attention_params* params);
 /* KV-cache append (see above). */

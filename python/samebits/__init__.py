@@ -70,16 +70,28 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q=None, max
 
 
 def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, *, cache_seqlens, block_table=None, causal=False,
-                           softmax_scale=None, window_size=(-1, -1), softcap=0.0, return_lse=False):
+                           softmax_scale=None, window_size=(-1, -1), softcap=0.0, return_lse=False,
+                           workspace=None):
     """Append k, v (B, Lnew, Hk, D) to the cache in place at positions
     cache_seqlens[b]..+Lnew, then attend q (B, Lq, H, D) to the first
     cache_seqlens[b] + Lnew keys. The cache is (B, capacity, Hk, D), or paged
     (num_pages, page_size, Hk, D) with block_table (B, max_pages) int32.
-    cache_seqlens (B,) int32 is not modified. Not differentiable."""
+    cache_seqlens (B,) int32 is not modified. Not differentiable.
+
+    workspace: optional 1-D uint8 tensor on q's device, scratch for the
+    split partials on CUDA, of at least kvcache_workspace_size(q, k_cache,
+    block_table)[1] bytes (the first value runs every query row in one
+    pass). Without it the library's own workspace is used (one per device,
+    grown on demand: it cannot grow inside a CUDA-graph capture and is
+    shared by all streams of the device). Results never depend on it."""
     scale, softcap, left, right = _resolve(q, causal, softmax_scale, window_size, softcap)
+    _V.optional_tensor("workspace", workspace)  # before the op's schema sees it
     out, lse = torch.ops.samebits.attn_kvcache(
-        q, k_cache, v_cache, k, v, cache_seqlens, block_table, scale, softcap, left, right)
+        q, k_cache, v_cache, k, v, cache_seqlens, block_table, scale, softcap, left, right, workspace)
     return (out, lse) if return_lse else out
+
+
+kvcache_workspace_size = _ops.kvcache_workspace_size
 
 
 def kv_block_size(head_dim: int, dtype: torch.dtype, arch: int = 0) -> int:
@@ -112,6 +124,6 @@ from .mode import set_batch_invariant_mode  # noqa: E402
 
 __all__ = [
     "attention", "attention_varlen", "attention_with_kvcache", "set_num_threads", "kv_block_size",
-    "split_size", "cuda_built", "cuda_supported", "set_batch_invariant_mode", "dense", "set_value_checks",
+    "split_size", "kvcache_workspace_size", "cuda_built", "cuda_supported", "set_batch_invariant_mode", "dense", "set_value_checks",
     "flash_attn_func", "flash_attn_varlen_func", "flash_attn_with_kvcache",
 ]

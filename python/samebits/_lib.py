@@ -108,6 +108,14 @@ def _declare(lib: ctypes.CDLL) -> None:
     ):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = argtypes, st
+    # Added to ABI version 1 (additive): absent from older builds of the
+    # library, which then keep the library-owned decode workspace.
+    if hasattr(lib, "sb_attention_forward_ws"):
+        lib.sb_attention_workspace_size.argtypes = [ctypes.POINTER(SbAttentionParams),
+                                                    ctypes.POINTER(ctypes.c_size_t), ctypes.POINTER(ctypes.c_size_t)]
+        lib.sb_attention_workspace_size.restype = st
+        lib.sb_attention_forward_ws.argtypes = [ctypes.POINTER(SbAttentionParams), ctypes.c_void_p, ctypes.c_size_t]
+        lib.sb_attention_forward_ws.restype = st
     for name in ("sb_kv_block_size", "sb_split_size"):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [i32, i32, _c_enum], i32
@@ -146,6 +154,11 @@ def lib() -> ctypes.CDLL:
                 )
             _handle = handle
     return _handle
+
+
+def has_workspace_abi() -> bool:
+    """Whether the loaded library takes a caller-provided workspace."""
+    return hasattr(lib(), "sb_attention_forward_ws")
 
 
 def last_error() -> str:

@@ -245,6 +245,26 @@ def check_kvcache(q, k_cache, v_cache, k_new, v_new, cache_seqlens, block_table)
             _fail("k_cache", "page_size (dim 1) > 0", k_cache.shape[1])
 
 
+def check_workspace(workspace, device: torch.device) -> None:
+    """An optional preallocated workspace: a 1-D contiguous uint8 tensor on
+    q's device (its size is checked against the library's minimum later)."""
+    if workspace is None:
+        return
+    _tensor("workspace", workspace)
+    if workspace.dtype != torch.uint8:
+        _fail_type("workspace", "dtype torch.uint8", workspace.dtype)
+    if workspace.device != device:
+        _fail("workspace", f"to be on q's device ({device})", workspace.device)
+    if workspace.dim() != 1 or not workspace.is_contiguous():
+        _fail("workspace", "a 1-D contiguous tensor", f"shape {tuple(workspace.shape)}, strides {workspace.stride()}")
+
+
+def check_workspace_size(workspace, min_bytes: int, one_pass_bytes: int) -> None:
+    if workspace is not None and workspace.numel() < min_bytes:
+        _fail("workspace", f"at least {min_bytes} bytes for this call ({one_pass_bytes} run every query row in "
+              "one pass; samebits.kvcache_workspace_size gives both)", f"{workspace.numel()} bytes")
+
+
 def kvcache_capacity(k_cache, block_table) -> int:
     if block_table is None:
         return k_cache.shape[1]

@@ -2,7 +2,7 @@
 
     samebits::attn_fwd      (q, k, v, cu_seqlens_q?, cu_seqlens_k?, ...) -> (out, lse)
     samebits::attn_bwd      (dout, q, k, v, out, lse, ...)               -> (dq, dk, dv)
-    samebits::attn_kvcache  (q, k_cache!, v_cache!, k_new?, v_new?, ...) -> (out, lse)
+    samebits::attn_kvcache  (q, k_cache!, v_cache!, k_new?, v_new?, ..., workspace!?) -> (out, lse)
 
 Each op has a fake implementation (shapes only) so torch.compile traces it
 without running it, and attn_fwd has an autograd formula through attn_bwd.
@@ -215,7 +215,54 @@ attn_fwd.register_autograd(_fwd_backward, setup_context=_fwd_setup_context)
 # --- KV cache ----------------------------------------------------------------
 
 
-@torch.library.custom_op("samebits::attn_kvcache", mutates_args=("k_cache", "v_cache"))
+def _kvcache_params(q: Tensor, k_cache: Tensor, v_cache: Tensor, seqused_k_ptr, block_table: Optional[Tensor],
+                    softmax_scale: float, softcap: float, window_left: int, window_right: int) -> _lib.SbAttentionParams:
+    """The attention call of attn_kvcache (views of q and the cache; out/lse
+    are filled in by the caller)."""
+    device, stream = _device_and_stream(q)
+    paged = block_table is not None
+    p = _lib.SbAttentionParams()
+    p.dtype, p.device, p.stream = _DTYPE[q.dtype], device, stream
+    p.batch, p.num_heads, p.num_heads_k, p.head_dim = q.shape[0], q.shape[2], k_cache.shape[2], q.shape[3]
+    p.seqlen_q, p.seqlen_k = q.shape[1], V.kvcache_capacity(k_cache, block_table)
+    p.seqused_k, p.block_table = seqused_k_ptr, _ptr(block_table)
+    p.block_table_batch_stride = block_table.stride(0) if paged else 0
+    p.page_size = k_cache.shape[1] if paged else 0
+    p.softmax_scale, p.softcap = softmax_scale, softcap
+    p.window_left, p.window_right = window_left, window_right
+    p.q, p.k, p.v = _view4(q), _view4(k_cache), _view4(v_cache)
+    return p
+
+
+def _workspace_size(p: _lib.SbAttentionParams) -> tuple[int, int]:
+    """(one-pass bytes, least bytes) of the device workspace for p."""
+    if not _lib.has_workspace_abi():
+        return 0, 0
+    one_pass, least = ctypes.c_size_t(0), ctypes.c_size_t(0)
+    _lib.check(_lib.lib().sb_attention_workspace_size(ctypes.byref(p), ctypes.byref(one_pass), ctypes.byref(least)),
+               "attention with KV cache (workspace size)")
+    return one_pass.value, least.value
+
+
+def kvcache_workspace_size(q: Tensor, k_cache: Tensor, block_table: Optional[Tensor] = None) -> tuple[int, int]:
+    """(bytes, min_bytes) of the uint8 `workspace` that attention_with_kvcache
+    takes for q (B, Lq, H, D) over this cache: bytes run every query row in
+    one pass, min_bytes is the least accepted. Both 0 on the CPU. Depends
+    only on shapes, dtype and device."""
+    V._tensor("q", q)
+    V._tensor("k_cache", k_cache)
+    if q.dim() != 4 or k_cache.dim() != 4:
+        V._fail("q" if q.dim() != 4 else "k_cache", "a 4-D tensor", f"shape {tuple(q.shape if q.dim() != 4 else k_cache.shape)}")
+    if q.dtype not in _DTYPE:
+        V._fail_type("q", "dtype float16, bfloat16 or float32", q.dtype)
+    if q.device.type != "cuda":
+        return 0, 0
+    # seqused_k: only whether it is set matters to the size, never its value
+    p = _kvcache_params(q, k_cache, k_cache, 1, block_table, 1.0, 0.0, -1, 0)
+    return _workspace_size(p)
+
+
+@torch.library.custom_op("samebits::attn_kvcache", mutates_args=("k_cache", "v_cache", "workspace"))
 def attn_kvcache(
     q: Tensor,
     k_cache: Tensor,
@@ -228,9 +275,11 @@ def attn_kvcache(
     softcap: float,
     window_left: int,
     window_right: int,
+    workspace: Optional[Tensor],  # no default: the dispatcher drops trailing defaults, which a mutated arg must not be
 ) -> tuple[Tensor, Tensor]:
     V.check_kvcache(q, k_cache, v_cache, k_new, v_new, cache_seqlens, block_table)
     V.check_options(softmax_scale, softcap, window_left, window_right)
+    V.check_workspace(workspace, q.device)
     seqlen_new = 0 if k_new is None else k_new.shape[1]
     if V.values_checkable(q.device):
         V.check_kvcache_values(k_cache, cache_seqlens, block_table, seqlen_new)
@@ -244,6 +293,12 @@ def attn_kvcache(
     page_size = k_cache.shape[1] if paged else 0
     bt_stride = block_table.stride(0) if paged else 0
     with _DeviceGuard(q.device):
+        seqused_k = cache_seqlens + seqlen_new if seqlen_new else cache_seqlens
+        p = _kvcache_params(q, k_cache, v_cache, _ptr(seqused_k), block_table, softmax_scale, softcap,
+                            window_left, window_right)
+        p.out, p.lse = _view4(out), _view_lse(lse)
+        one_pass, least = _workspace_size(p) if seqlen_q > 0 else (0, 0)
+        V.check_workspace_size(workspace, least, one_pass)  # before the cache is touched
         if seqlen_new > 0:
             a = _lib.SbKvcacheAppendParams()
             a.dtype, a.device, a.stream = _DTYPE[q.dtype], device, stream
@@ -254,26 +309,21 @@ def attn_kvcache(
             _lib.check(_lib.lib().sb_kvcache_append(ctypes.byref(a)), "kvcache append")
         if seqlen_q == 0:
             return out, lse
-        seqused_k = cache_seqlens + seqlen_new if seqlen_new else cache_seqlens
-        p = _lib.SbAttentionParams()
-        p.dtype, p.device, p.stream = _DTYPE[q.dtype], device, stream
-        p.batch, p.num_heads, p.num_heads_k, p.head_dim = batch, num_heads, k_cache.shape[2], head_dim
-        p.seqlen_q, p.seqlen_k = seqlen_q, V.kvcache_capacity(k_cache, block_table)
-        p.seqused_k, p.block_table = _ptr(seqused_k), _ptr(block_table)
-        p.block_table_batch_stride, p.page_size = bt_stride, page_size
-        p.softmax_scale, p.softcap = softmax_scale, softcap
-        p.window_left, p.window_right = window_left, window_right
-        p.q, p.k, p.v = _view4(q), _view4(k_cache), _view4(v_cache)
-        p.out, p.lse = _view4(out), _view_lse(lse)
-        _lib.check(_lib.lib().sb_attention_forward(ctypes.byref(p)), "attention with KV cache")
+        if workspace is None:
+            # the library's own workspace (per device; see samebits.h)
+            _lib.check(_lib.lib().sb_attention_forward(ctypes.byref(p)), "attention with KV cache")
+            return out, lse
+        _lib.check(_lib.lib().sb_attention_forward_ws(ctypes.byref(p), workspace.data_ptr(), workspace.numel()),
+                   "attention with KV cache")
     return out, lse
 
 
 @attn_kvcache.register_fake
 def _(q, k_cache, v_cache, k_new, v_new, cache_seqlens, block_table, softmax_scale, softcap, window_left,
-      window_right):
+      window_right, workspace):
     V.check_kvcache(q, k_cache, v_cache, k_new, v_new, cache_seqlens, block_table)
     V.check_options(softmax_scale, softcap, window_left, window_right)
+    V.check_workspace(workspace, q.device)
     b, lq, h, _ = q.shape
     return q.new_empty(q.shape), q.new_empty((b, h, lq), dtype=torch.float32)
 

@@ -14,7 +14,8 @@ thread_local std::string g_last_error;
 
 bool valid_dtype(sb_dtype d) { return d == SB_F32 || d == SB_F16 || d == SB_BF16; }
 
-sb_status check_attention(const sb_attention_params* p, bool backward) {
+// The rules on shapes and options (what a workspace size depends on).
+sb_status check_geometry(const sb_attention_params* p, bool backward) {
   if (p == nullptr) return fail(SB_INVALID_ARGUMENT, "params is NULL");
   if (!valid_dtype(p->dtype)) return fail(SB_INVALID_ARGUMENT, "dtype: unknown sb_dtype");
   if (p->device != SB_CPU && p->device != SB_CUDA)
@@ -35,6 +36,11 @@ sb_status check_attention(const sb_attention_params* p, bool backward) {
   if (p->block_table != nullptr && backward)
     return fail(SB_INVALID_ARGUMENT, "the backward does not take a paged KV cache");
   if (!(p->softcap >= 0.0f)) return fail(SB_INVALID_ARGUMENT, "softcap must be >= 0");
+  return SB_OK;
+}
+
+sb_status check_attention(const sb_attention_params* p, bool backward) {
+  if (sb_status s = check_geometry(p, backward); s != SB_OK) return s;
   if (p->q.data == nullptr || p->k.data == nullptr || p->v.data == nullptr ||
       p->out.data == nullptr || p->lse.data == nullptr)
     return fail(SB_INVALID_ARGUMENT, "q, k, v, out and lse must not be NULL");
@@ -56,6 +62,8 @@ static sb_status not_built() {
   return fail(SB_UNSUPPORTED, "this samebits build has no CUDA kernels (built without nvcc)");
 }
 sb_status attention_forward(const sb_attention_params&) { return not_built(); }
+sb_status attention_forward_ws(const sb_attention_params&, void*, size_t) { return not_built(); }
+sb_status attention_workspace_size(const sb_attention_params&, size_t*, size_t*) { return SB_OK; }
 sb_status attention_backward(const sb_attention_params&) { return not_built(); }
 sb_status kvcache_append(const sb_kvcache_append_params&) { return not_built(); }
 int supported(int) { return 0; }
@@ -72,6 +80,29 @@ sb_status sb_attention_forward(const sb_attention_params* p) {
   g_last_error.clear();
   if (sb_status s = check_attention(p, false); s != SB_OK) return s;
   return p->device == SB_CPU ? cpu::attention_forward(*p) : cuda::attention_forward(*p);
+}
+
+sb_status sb_attention_workspace_size(const sb_attention_params* p, size_t* bytes, size_t* min_bytes) {
+  g_last_error.clear();
+  if (bytes) *bytes = 0;
+  if (min_bytes) *min_bytes = 0;
+  if (sb_status s = check_geometry(p, false); s != SB_OK) return s;
+  if (p->device == SB_CPU) return SB_OK;  // the CPU backend needs no workspace
+  size_t b = 0, m = 0;
+  if (sb_status s = cuda::attention_workspace_size(*p, &b, &m); s != SB_OK) return s;
+  if (bytes) *bytes = b;
+  if (min_bytes) *min_bytes = m;
+  return SB_OK;
+}
+
+sb_status sb_attention_forward_ws(const sb_attention_params* p, void* workspace, size_t workspace_bytes) {
+  g_last_error.clear();
+  if (sb_status s = check_attention(p, false); s != SB_OK) return s;
+  if (workspace == nullptr && workspace_bytes != 0)
+    return fail(SB_INVALID_ARGUMENT, "workspace is NULL but workspace_bytes is " + std::to_string(workspace_bytes));
+  if (p->device == SB_CPU) return cpu::attention_forward(*p);
+  if (workspace == nullptr) return cuda::attention_forward(*p);  // the library's own workspace
+  return cuda::attention_forward_ws(*p, workspace, workspace_bytes);
 }
 
 sb_status sb_attention_backward(const sb_attention_params* p) {

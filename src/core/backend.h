@@ -1,6 +1,8 @@
 // Internal: what each backend provides to the C ABI dispatcher (api.cpp).
 #pragma once
 
+#include <stddef.h>
+
 #include <string>
 
 #include "samebits/samebits.h"
@@ -21,6 +23,10 @@ void set_num_threads(int num_threads);
 namespace cuda {
 // Defined in src/cuda/launch.cu when CUDA is built, else by api.cpp.
 sb_status attention_forward(const sb_attention_params& p);
+// attention_forward with a caller-provided device workspace (non-null).
+sb_status attention_forward_ws(const sb_attention_params& p, void* workspace, size_t bytes);
+// The workspace attention_forward_ws needs for p: one pass / the least.
+sb_status attention_workspace_size(const sb_attention_params& p, size_t* bytes, size_t* min_bytes);
 sb_status attention_backward(const sb_attention_params& p);
 sb_status kvcache_append(const sb_kvcache_append_params& p);
 int supported(int device_index);

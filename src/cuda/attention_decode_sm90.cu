@@ -109,8 +109,9 @@ sb_status launch_waves(const sb_attention_params& p, AttentionDecodeParams& kp, 
   // Waves: as many query rows per launch as the workspace holds.
   const size_t min_bytes = DecodeWorkspace::bytes(p.batch, p.num_heads, 1, kp.max_splits, D);
   if (workspace == nullptr || bytes < min_bytes)
-    return fail(SB_INVALID_ARGUMENT, "sm90 attention with KV cache: the workspace needs at least " +
-                                         std::to_string(min_bytes) + " bytes, got " + std::to_string(bytes));
+    return fail(SB_INVALID_ARGUMENT, "sm90 attention with KV cache: workspace_bytes must be at least " +
+                                         std::to_string(min_bytes) + " (sb_attention_workspace_size), got " +
+                                         std::to_string(workspace == nullptr ? 0 : bytes));
   const int max_rows_by_grid = 65535 * Cfg::kBlockM / kp.head_group;
   int q_count = std::min(p.seqlen_q, std::max(1, max_rows_by_grid));
   while (q_count > 1 &&

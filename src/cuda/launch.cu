@@ -31,6 +31,29 @@ sb_status attention_forward(const sb_attention_params& p) {
 #endif
   return sm90::attention_fwd_sm90(p);
 }
+sb_status attention_forward_ws(const sb_attention_params& p, void* workspace, size_t bytes) {
+#ifdef SAMEBITS_CUDA_DECODE
+  if (sm90::decode_sm90_applies(p)) return sm90::attention_decode_sm90(p, workspace, bytes);
+#endif
+  (void)workspace;
+  (void)bytes;
+  return sm90::attention_fwd_sm90(p);  // the training forward needs no workspace
+}
+
+sb_status attention_workspace_size(const sb_attention_params& p, size_t* bytes, size_t* min_bytes) {
+  *bytes = 0;
+  *min_bytes = 0;
+#ifdef SAMEBITS_CUDA_DECODE
+  if (sm90::decode_sm90_applies(p)) {
+    *bytes = sm90::attention_decode_sm90_workspace_size(p);
+    *min_bytes = sm90::attention_decode_sm90_min_workspace_size(p);
+  }
+#else
+  (void)p;
+#endif
+  return SB_OK;
+}
+
 #ifdef SAMEBITS_CUDA_BACKWARD
 sb_status attention_backward(const sb_attention_params& p) { return sm90::attention_bwd_sm90(p); }
 #else

@@ -13,6 +13,7 @@
 //   --bench: K/V bandwidth of decode (batch 1..256 x context 1k..128k, GQA
 //            8:1, head dim 128, page 64) against the device's copy bandwidth.
 #include <algorithm>
+#include <memory>
 #include <numeric>
 #include <set>
 
@@ -24,6 +25,11 @@ namespace {
 
 int g_failures = 0;
 bool g_quick = false;
+// How Step::launch provides the decode workspace: 0 the library's own
+// (sb_attention_forward), 1 the caller's of the one-pass size, 2 the
+// caller's of the minimum size at a misaligned address (both through
+// sb_attention_forward_ws).
+int g_ws_mode = 0;
 
 void check(bool ok, const std::string& what) {
   std::printf("[%s] %s\n", ok ? "PASS" : "FAIL", what.c_str());
@@ -178,6 +184,10 @@ struct Step {
   int32_t *dlens = nullptr, *dused = nullptr;
   sb_kvcache_append_params ap{};
   sb_attention_params at{};
+  int ws_mode = g_ws_mode;
+  void* ws_alloc = nullptr;  // caller workspace (ws_mode != 0)
+  void* ws = nullptr;
+  size_t ws_bytes = 0;
 
   Step(const DeviceKv& kv, int Lq_, const std::vector<uint16_t>& q, const std::vector<uint16_t>& kn,
        const std::vector<uint16_t>& vn, const std::vector<int32_t>& lens, cudaStream_t stream = nullptr)
@@ -237,8 +247,21 @@ struct Step {
     at.v = ap.v_cache;
     at.out = {dout, Lq * qr, qr, s.D};
     at.lse = {dlse, int64_t(s.H) * Lq, 1, Lq};
+    if (ws_mode != 0) {
+      size_t one_pass = 0, least = 0;
+      if (sb_attention_workspace_size(&at, &one_pass, &least) != SB_OK) {
+        std::printf("sb_attention_workspace_size: %s\n", sb_last_error());
+        std::exit(2);
+      }
+      ws_bytes = ws_mode == 1 ? one_pass : least;
+      if (ws_bytes > 0) {
+        CUDA_OK(cudaMalloc(&ws_alloc, ws_bytes + 4));
+        ws = static_cast<char*>(ws_alloc) + (ws_mode == 2 ? 4 : 0);
+      }
+    }
   }
   ~Step() {
+    if (ws_alloc) cudaFree(ws_alloc);
     cudaFree(dq);
     cudaFree(dkn);
     cudaFree(dvn);
@@ -249,7 +272,7 @@ struct Step {
   }
   sb_status launch(std::string* err = nullptr) {
     sb_status st = sb_kvcache_append(&ap);
-    if (st == SB_OK) st = sb_attention_forward(&at);
+    if (st == SB_OK) st = ws_mode == 0 ? sb_attention_forward(&at) : sb_attention_forward_ws(&at, ws, ws_bytes);
     if (st != SB_OK && err) *err = sb_last_error();
     return st;
   }
@@ -503,6 +526,133 @@ void graph_replay(const Shape& s, uint64_t seed) {
   check(ok, "CUDA-graph replay (3x) == forward row " + s.name() + (ok ? "" : " " + err));
 }
 
+// The caller-provided workspace (sb_attention_workspace_size,
+// sb_attention_forward_ws): sizes, decode == forward with the one-pass and
+// the minimum workspace, a workspace too small is refused, a capture with
+// no call before it, and two streams with a workspace each.
+void caller_workspace(const Shape& s, uint64_t seed) {
+  Target tg = make_target(s, 5000, seed);
+  Rng rng{seed + 4};
+  const size_t qe = size_t(s.H) * s.D, ke = size_t(s.Hk) * s.D;
+
+  // sizes: more rows need more; one row needs the least; the CPU none
+  {
+    DeviceKv big(s, {5000}, 64, rng, false), small(s, {1000}, 64, rng, false);
+    std::vector<uint16_t> q(4 * qe, 0), kn(4 * ke, 0);
+    Step a(big, 4, q, kn, kn, {4996}), b(small, 4, q, kn, kn, {996}), c(big, 1, q, kn, kn, {4999});
+    size_t a1 = 0, a0 = 0, b1 = 1, b0 = 1, c1 = 0, c0 = 0, cpu1 = 1, cpu0 = 1;
+    const bool ok_a = sb_attention_workspace_size(&a.at, &a1, &a0) == SB_OK;
+    const bool ok_b = sb_attention_workspace_size(&b.at, &b1, &b0) == SB_OK;
+    const bool ok_c = sb_attention_workspace_size(&c.at, &c1, &c0) == SB_OK;
+    sb_attention_params cpu = a.at;
+    cpu.device = SB_CPU;
+    const bool ok_cpu = sb_attention_workspace_size(&cpu, &cpu1, &cpu0) == SB_OK;
+    check(ok_a && ok_b && ok_c && ok_cpu && a0 > 0 && a1 > a0 && c1 == c0 && c1 == a0 && b0 > 0 &&
+              b1 > b0 && b0 < a0 && cpu1 == 0 && cpu0 == 0,
+          "workspace size: one pass " + std::to_string(a1) + " > least " + std::to_string(a0) +
+              " for 4 rows; 1 row: " + std::to_string(c1) + "; one split, 4 rows: " + std::to_string(b1) +
+              "; cpu: " + std::to_string(cpu1));
+    // too small, and NULL with a size: refused with a message naming it
+    const sb_status small_st = sb_attention_forward_ws(&a.at, a.dq, a0 - 1);
+    const std::string msg = sb_last_error();
+    const sb_status null_st = sb_attention_forward_ws(&a.at, nullptr, 64);
+    check(small_st == SB_INVALID_ARGUMENT && msg.find("workspace") != std::string::npos &&
+              null_st == SB_INVALID_ARGUMENT,
+          "workspace below the minimum is refused: " + msg);
+  }
+
+  // decode (and verify) == forward rows with the caller's workspace
+  for (int mode : {1, 2}) {
+    g_ws_mode = mode;
+    int i = 0;
+    for (int ps : {16, 64, 0})
+      for (int Lq : {1, 4}) {
+        DecodeCase c{ps == 0 ? 3 : 7, Lq, (i++ % 2) ? 4999 : 1500 + rng.below(3000), ps, 1};
+        std::string detail;
+        const bool ok = run_decode_case(s, tg, c, rng, detail);
+        check(ok, std::string("caller workspace (") + (mode == 1 ? "one pass" : "least, misaligned") +
+                      ") decode == forward row " + s.name() + detail);
+      }
+  }
+  g_ws_mode = 0;
+
+  // captured at once (no call before the capture), replayed
+  {
+    g_ws_mode = 1;
+    const int t = 4777;
+    cudaStream_t stream;
+    CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+    DeviceKv kv(s, {t + 1}, 32, rng);
+    kv.preload(0, tg.k.data(), tg.v.data(), t);
+    kv.upload();
+    std::vector<uint16_t> q(tg.q.begin() + t * qe, tg.q.begin() + (t + 1) * qe);
+    std::vector<uint16_t> kn(tg.k.begin() + t * ke, tg.k.begin() + (t + 1) * ke);
+    std::vector<uint16_t> vn(tg.v.begin() + t * ke, tg.v.begin() + (t + 1) * ke);
+    Step st(kv, 1, q, kn, vn, {t}, stream);
+    g_ws_mode = 0;
+    std::string err;
+    cudaGraph_t graph = nullptr;
+    cudaGraphExec_t exec = nullptr;
+    CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+    const sb_status cs = st.launch(&err);
+    CUDA_OK(cudaStreamEndCapture(stream, &graph));
+    bool ok = cs == SB_OK;
+    if (ok) {
+      CUDA_OK(cudaGraphInstantiate(&exec, graph, 0));
+      for (int r = 0; r < 3 && ok; ++r) {
+        CUDA_OK(cudaMemset(st.dout, 0xff, qe * 2));
+        CUDA_OK(cudaGraphLaunch(exec, stream));
+        CUDA_OK(cudaStreamSynchronize(stream));
+        std::vector<uint16_t> out;
+        std::vector<float> lse;
+        st.fetch(0, out, lse, s);
+        ok = same_rows(s, tg, t, 1, out, lse);
+      }
+      cudaGraphExecDestroy(exec);
+    }
+    if (graph) cudaGraphDestroy(graph);
+    cudaStreamDestroy(stream);
+    check(ok, "caller workspace: captured with no call before, replayed (3x) == forward row " + s.name() +
+                  (ok ? "" : " " + err));
+  }
+
+  // two streams at once, a workspace each, 20 steps each, interleaved
+  {
+    g_ws_mode = 1;
+    cudaStream_t st2[2];
+    const int ts[2] = {4100, 3333};
+    std::vector<std::unique_ptr<DeviceKv>> kvs;
+    std::vector<std::unique_ptr<Step>> steps;
+    for (int j = 0; j < 2; ++j) {
+      CUDA_OK(cudaStreamCreateWithFlags(&st2[j], cudaStreamNonBlocking));
+      const int t = ts[j];
+      kvs.emplace_back(new DeviceKv(s, {t + 1}, 64, rng));
+      kvs[j]->preload(0, tg.k.data(), tg.v.data(), t);
+      kvs[j]->upload();
+      std::vector<uint16_t> q(tg.q.begin() + t * qe, tg.q.begin() + (t + 1) * qe);
+      std::vector<uint16_t> kn(tg.k.begin() + t * ke, tg.k.begin() + (t + 1) * ke);
+      std::vector<uint16_t> vn(tg.v.begin() + t * ke, tg.v.begin() + (t + 1) * ke);
+      steps.emplace_back(new Step(*kvs[j], 1, q, kn, vn, {t}, st2[j]));  // the append rewrites the same key
+    }
+    g_ws_mode = 0;
+    bool ok = true;
+    std::string err;
+    for (int r = 0; r < 20 && ok; ++r)
+      for (int j = 0; j < 2; ++j) ok = ok && steps[j]->launch(&err) == SB_OK;
+    for (int j = 0; j < 2 && ok; ++j) {
+      std::vector<uint16_t> out;
+      std::vector<float> lse;
+      steps[j]->fetch(0, out, lse, s);
+      ok = same_rows(s, tg, ts[j], 1, out, lse);
+      if (!ok) err = "stream " + std::to_string(j) + " differs";
+    }
+    steps.clear();
+    kvs.clear();
+    for (auto x : st2) cudaStreamDestroy(x);
+    check(ok, "caller workspace: two streams at once == forward rows " + s.name() + (ok ? "" : " " + err));
+  }
+}
+
 // ---------------------------------------------------------------- benchmark
 // Method: each timed call (append of one token + attention) is preceded by
 // a 256 MiB memset that flushes L2; CUDA events around the call; median of
@@ -630,6 +780,7 @@ int main(int argc, char** argv) {
 
   run_invariance(main_shape, 50);
   graph_replay(main_shape, 51);
+  caller_workspace(main_shape, 53);
   negative_control(main_shape, 52);
 
   std::printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "ALL PASSED", g_failures);

@@ -71,6 +71,41 @@ def test_decode_equals_prefill_and_graph_replay():
     assert torch.equal(captured, out)
 
 
+def test_decode_caller_workspace():
+    # a paged cache of 3 splits: the caller's workspace (exact minimum, and
+    # the one-pass size) gives the bits of the forward row; too small names it
+    L, t, page = 3000, 2777, 64
+    q, k, v = _qkv(1, L, 8, 1, 128)
+    prefill = _call(samebits.attention, q, k, v, causal=True)
+    pages = torch.randperm(L // page + 8, device="cuda", dtype=torch.int32)
+    table = pages[: (L + page - 1) // page].view(1, -1).contiguous()
+    kc = torch.full((pages.numel(), page, 1, 128), float("nan"), dtype=q.dtype, device="cuda")
+    vc = kc.clone()
+    for j in range(t):
+        kc[table[0, j // page], j % page], vc[table[0, j // page], j % page] = k[0, j], v[0, j]
+    lens = torch.tensor([t], dtype=torch.int32, device="cuda")
+    args = (q[:, t:t + 1], kc, vc, k[:, t:t + 1], v[:, t:t + 1])
+    one_pass, least = samebits.kvcache_workspace_size(args[0], kc, table)
+    assert 0 < least <= one_pass
+    for n in (least, one_pass):
+        ws = torch.empty(n, dtype=torch.uint8, device="cuda")
+        out = _call(samebits.attention_with_kvcache, *args, cache_seqlens=lens, block_table=table, causal=True,
+                    workspace=ws)
+        assert torch.equal(out[0, 0], prefill[0, t])
+    with pytest.raises(ValueError, match="^workspace: .*at least"):
+        samebits.attention_with_kvcache(*args, cache_seqlens=lens, block_table=table, causal=True,
+                                        workspace=torch.empty(least - 1, dtype=torch.uint8, device="cuda"))
+    # captured with its workspace at once, replayed
+    ws = torch.empty(one_pass, dtype=torch.uint8, device="cuda")
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = samebits.attention_with_kvcache(*args, cache_seqlens=lens, block_table=table, causal=True,
+                                                   workspace=ws)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(captured[0, 0], prefill[0, t])
+
+
 def test_backward_runs_and_is_deterministic():
     q, k, v = (t.requires_grad_() for t in _qkv(2, 257, 4, 2, 128))
     dout = torch.randn_like(q)

@@ -242,6 +242,36 @@ def test_kvcache_ok():
     call_kv(kv_args())
 
 
+def test_kvcache_workspace_ok_on_cpu():
+    # the CPU backend needs no workspace; a valid one is accepted and unused
+    ref = call_kv(kv_args())
+    out = call_kv(kv_args(workspace=torch.empty(16, dtype=torch.uint8)))
+    assert torch.equal(out, ref)
+    assert samebits.kvcache_workspace_size(kv_args()["q"], kv_args()["k_cache"]) == (0, 0)
+
+
+def test_kvcache_workspace_dtype():
+    with pytest.raises(TypeError, match="^workspace: .*uint8"):
+        call_kv(kv_args(workspace=torch.empty(16, dtype=torch.float32)))
+
+
+def test_kvcache_workspace_type():
+    with pytest.raises(TypeError, match="^workspace: .*torch.Tensor"):
+        call_kv(kv_args(workspace=bytearray(16)))
+
+
+def test_kvcache_workspace_device():
+    with pytest.raises(ValueError, match="^workspace: .*q's device"):
+        call_kv(kv_args(workspace=torch.empty(16, dtype=torch.uint8, device="meta")))
+
+
+def test_kvcache_workspace_layout():
+    with pytest.raises(ValueError, match="^workspace: .*1-D contiguous"):
+        call_kv(kv_args(workspace=torch.empty(4, 4, dtype=torch.uint8)))
+    with pytest.raises(ValueError, match="^workspace: .*1-D contiguous"):
+        call_kv(kv_args(workspace=torch.empty(32, dtype=torch.uint8)[::2]))
+
+
 def test_kvcache_k_without_v():
     with pytest.raises(ValueError, match="^v: "):
         call_kv(kv_args(v=None))
