@@ -297,8 +297,9 @@ def attn_kvcache(
         p = _kvcache_params(q, k_cache, v_cache, _ptr(seqused_k), block_table, softmax_scale, softcap,
                             window_left, window_right)
         p.out, p.lse = _view4(out), _view_lse(lse)
-        one_pass, least = _workspace_size(p) if seqlen_q > 0 else (0, 0)
-        V.check_workspace_size(workspace, least, one_pass)  # before the cache is touched
+        if workspace is not None and seqlen_q > 0:  # sized only when given: no extra call on the decode path
+            one_pass, least = _workspace_size(p)
+            V.check_workspace_size(workspace, least, one_pass)  # before the cache is touched
         if seqlen_new > 0:
             a = _lib.SbKvcacheAppendParams()
             a.dtype, a.device, a.stream = _DTYPE[q.dtype], device, stream
