@@ -14,4 +14,10 @@ if(SAMEBITS_CUDA_BACKWARD)
   endforeach()
   target_sources(samebits PRIVATE ${samebits_bwd_sources})
   target_compile_definitions(samebits PRIVATE SAMEBITS_CUDA_BACKWARD=1)
+  # v3 dQ pass (TMA producer warp + mbarrier ring), same bits as v2; off
+  # until it has passed the GPU tests (docs/backward_design.md, "v3").
+  option(SAMEBITS_BWD_TMA "sm90 backward: the v3 dQ kernel with a TMA producer" OFF)
+  if(SAMEBITS_BWD_TMA)
+    target_compile_definitions(samebits PRIVATE SAMEBITS_BWD_TMA=1)
+  endif()
 endif()

@@ -4,7 +4,8 @@
 // reads what the previous one wrote; stream order is the only sync):
 //   1. preprocess: D_i into dq's rows            (attention_bwd_sm90_dq.h)
 //   2. dK, dV                                   (attention_bwd_sm90_dkdv.h)
-//   3. dQ, overwriting D                        (attention_bwd_sm90_dq.h)
+//   3. dQ, overwriting D                        (attention_bwd_sm90_dq.h;
+//      with SAMEBITS_BWD_TMA the v3 kernel of attention_bwd_sm90_dq_tma.h)
 #pragma once
 
 #include <string>
@@ -13,6 +14,9 @@
 #include "cuda/attention_bwd_sm90_dkdv.h"
 #include "cuda/attention_bwd_sm90_dq.h"
 #include "cuda/attention_bwd_sm90_launch.h"
+#if SAMEBITS_BWD_TMA
+#include "cuda/attention_bwd_sm90_dq_tma.h"
+#endif
 
 namespace samebits::cuda::sm90 {
 
@@ -50,6 +54,22 @@ sb_status launch_attention_bwd(const AttentionBwdParams& params, const BwdLaunch
     dkdv<<<static_cast<unsigned>(g), Cfg::kThreads, Cfg::kDkdvSmemBytes, shape.stream>>>(params);
     if (sb_status s = check("dk/dv launch"); s != SB_OK) return s;
   }
+#if SAMEBITS_BWD_TMA
+  // v3 dQ: a TMA producer warp; v2's kernel when the maps cannot be encoded.
+  BwdDqMaps maps;
+  if (make_bwd_dq_maps(params, Cfg::kHeadDim, Cfg::kBf16, Cfg::kDqBlockM, Cfg::kDqBlockN, &maps)) {
+    auto dq_tma = bwd::attention_bwd_dq_tma_sm90_kernel<Cfg>;
+    if (cudaFuncSetAttribute(dq_tma, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             Cfg::kDqTmaSmemBytes) != cudaSuccess)
+      return check("cudaFuncSetAttribute (v3 dq)");
+    if (long g = grid_of(shape.dq_units, 1, shape); g > 0) {
+      dq_tma<<<static_cast<unsigned>(g), Cfg::kDqTmaThreads, Cfg::kDqTmaSmemBytes, shape.stream>>>(
+          params, maps);
+      if (sb_status s = check("dq launch (v3)"); s != SB_OK) return s;
+    }
+    return SB_OK;
+  }
+#endif
   if (long g = grid_of(shape.dq_units, 1, shape); g > 0) {
     dq<<<static_cast<unsigned>(g), Cfg::kDqThreads, Cfg::kDqSmemBytes, shape.stream>>>(params);
     if (sb_status s = check("dq launch"); s != SB_OK) return s;

@@ -5,6 +5,7 @@
 // The design and the order of every reduction: docs/backward_design.md.
 #pragma once
 
+#include <cuda.h>
 #include <stdint.h>
 
 #include "samebits/config.h"
@@ -13,6 +14,14 @@
 // share P^T through shared memory at head dims 128, 256 (see BwdConfig).
 #ifndef SAMEBITS_BWD_SHARE_P
 #define SAMEBITS_BWD_SHARE_P 1
+#endif
+
+// FREE build switch (speed only), default 0: 1 = the dQ pass runs the v3
+// kernel (attention_bwd_sm90_dq_tma.h: a TMA producer warp and an mbarrier
+// ring instead of cp.async and one __syncthreads per tile). Same bits.
+// CMake: -DSAMEBITS_BWD_TMA=ON.
+#ifndef SAMEBITS_BWD_TMA
+#define SAMEBITS_BWD_TMA 0
 #endif
 
 namespace samebits::cuda::sm90 {
@@ -125,11 +134,42 @@ struct BwdConfig {
   static constexpr int kDqOffV = kDqOffK + kStages * kDqKVBytes;  // [stage]
   static constexpr int kDqSmemBytes = kDqOffV + kStages * kDqKVBytes + 1024;
 
+  // ---- dQ kernel, v3 (SAMEBITS_BWD_TMA): the same tiles and warpgroups,
+  // plus one producer warp (the last) that loads Q, dO once per unit and
+  // the K, V tiles into a ring of kDqTmaStages stages (TMA for tiles inside
+  // the sequence, by hand with zero fill for the one that crosses its end).
+  // Head dims <= 128: 288 threads, so ptxas may give each up to 224
+  // registers (v2's dQ kernel uses 166 / 206); no setmaxnreg needed. Head
+  // dim 256: 160 threads. Four stages fit at d <= 128 (the ring is what
+  // lets the consumers drift apart), two at d = 256.
+  static constexpr int kDqTmaStages = kHeadDim <= 128 ? 4 : 2;
+  static constexpr int kDqTmaThreads = kDqThreads + 32;
+  static constexpr int kDqTmaOffQ = 0;
+  static constexpr int kDqTmaOffDo = kDqTmaOffQ + kDqQBytes;
+  static constexpr int kDqTmaOffK = kDqTmaOffDo + kDqQBytes;                  // [stage]
+  static constexpr int kDqTmaOffV = kDqTmaOffK + kDqTmaStages * kDqKVBytes;   // [stage]
+  static constexpr int kDqTmaOffBars = kDqTmaOffV + kDqTmaStages * kDqKVBytes;
+  // q_full, q_empty, kv_full[stage], kv_empty[stage]
+  static constexpr int kDqTmaBarriers = 2 + 2 * kDqTmaStages;
+  static constexpr int kDqTmaSmemBytes = kDqTmaOffBars + kDqTmaBarriers * 8 + 1024;
+  static_assert(kDqTmaSmemBytes <= 227 * 1024, "v3 dQ shared memory over the sm90 limit");
+
   static_assert(kKVBytes % 1024 == 0 && kQTileBytes % 1024 == 0 && kDqKVBytes % 1024 == 0,
                 "tiles must keep 1024-byte alignment (swizzle atoms)");
   static_assert(kDkdvSmemBytes <= 227 * 1024 && kDqSmemBytes <= 227 * 1024,
                 "shared memory over the sm90 limit");
   static_assert(kBlockM % 16 == 0 && kDqBlockN % 16 == 0, "k16 steps");
+};
+
+// Tensor maps of the v3 dQ kernel (SAMEBITS_BWD_TMA): q, dout, k, v as 4D
+// (dim, row, head, batch) with 128-byte swizzled boxes of 64 columns
+// (q, dout: kDqBlockM rows, k, v: kDqBlockN rows). Packed (varlen) tensors
+// have a batch extent of 1 and rows index the token axis; only tiles that
+// lie inside one sequence are loaded through them. A second
+// __grid_constant__ argument, so AttentionBwdParams (and the v2 kernels)
+// stay as they are.
+struct BwdDqMaps {
+  CUtensorMap q, dout, k, v;
 };
 
 // FREE. The D preprocess: query rows per work unit, threads per CTA.
