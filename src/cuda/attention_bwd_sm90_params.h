@@ -138,10 +138,12 @@ struct BwdConfig {
   // plus one producer warp (the last) that loads Q, dO once per unit and
   // the K, V tiles into a ring of kDqTmaStages stages (TMA for tiles inside
   // the sequence, by hand with zero fill for the one that crosses its end).
-  // Head dims <= 128: 288 threads, so ptxas may give each up to 224
-  // registers (v2's dQ kernel uses 166 / 206); no setmaxnreg needed. Head
-  // dim 256: 160 threads. Four stages fit at d <= 128 (the ring is what
-  // lets the consumers drift apart), two at d = 256.
+  // Head dims <= 128: 288 threads. ptxas caps a 288-thread kernel at 168
+  // registers, as a 384-thread one (registers go by groups of 4 warps; a
+  // test kernel shows it), and the v3 kernel fits: 141 / 168, no spill
+  // (182 with 256 threads' cap), so no setmaxnreg. Head dim 256: 160
+  // threads, cap 255, 235 used. Four stages fit at d <= 128 (the ring is
+  // what lets the consumers drift apart), two at d = 256.
   static constexpr int kDqTmaStages = kHeadDim <= 128 ? 4 : 2;
   static constexpr int kDqTmaThreads = kDqThreads + 32;
   static constexpr int kDqTmaOffQ = 0;
