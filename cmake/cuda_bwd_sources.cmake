@@ -17,7 +17,17 @@ if(SAMEBITS_CUDA_BACKWARD)
   # v3 dQ pass (TMA producer warp + mbarrier ring), same bits as v2; off
   # until it has passed the GPU tests (docs/backward_design.md, "v3").
   option(SAMEBITS_BWD_TMA "sm90 backward: the v3 dQ kernel with a TMA producer" OFF)
+  # v3 dK/dV pass (producer warpgroup + setmaxnreg), same bits as v2; only
+  # with SAMEBITS_BWD_TMA.
+  option(SAMEBITS_BWD_TMA_DKDV "sm90 backward: also the v3 dK/dV kernel (needs SAMEBITS_BWD_TMA)" OFF)
+  # Set on the backward's sources only, so that switching rebuilds those
+  # seven files, not the library.
   if(SAMEBITS_BWD_TMA)
-    target_compile_definitions(samebits PRIVATE SAMEBITS_BWD_TMA=1)
+    set_property(SOURCE ${samebits_bwd_sources} APPEND PROPERTY COMPILE_DEFINITIONS SAMEBITS_BWD_TMA=1)
+    if(SAMEBITS_BWD_TMA_DKDV)
+      set_property(SOURCE ${samebits_bwd_sources} APPEND PROPERTY COMPILE_DEFINITIONS SAMEBITS_BWD_TMA_DKDV=1)
+    endif()
+  elseif(SAMEBITS_BWD_TMA_DKDV)
+    message(FATAL_ERROR "SAMEBITS_BWD_TMA_DKDV=ON needs SAMEBITS_BWD_TMA=ON")
   endif()
 endif()

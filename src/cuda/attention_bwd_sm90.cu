@@ -80,8 +80,8 @@ sb_status launch(const sb_attention_params& p, const AttentionBwdParams& kp, Bwd
 }  // namespace
 
 #if SAMEBITS_BWD_TMA
-bool make_bwd_dq_maps(const AttentionBwdParams& p, int head_dim, bool bf16, int q_box_rows,
-                      int kv_box_rows, BwdDqMaps* maps) {
+bool make_bwd_maps(const AttentionBwdParams& p, int head_dim, bool bf16, int q_box_rows,
+                      int kv_box_rows, BwdMaps* maps) {
   // Packed tensors: the token count is on the device; the row extent is a
   // bound and only tiles inside one sequence go through TMA (the kernel
   // loads the tile that crosses a sequence end by hand), so TMA never

@@ -131,7 +131,7 @@ struct DqTmaKernel {
       tma_load_4d(dst + c * kRows * Cfg::kRowBytes, map, bar, c * Cfg::kChunk, row, head, batch);
   }
 
-  __device__ static void producer(const AttentionBwdParams& p, const BwdDqMaps& maps,
+  __device__ static void producer(const AttentionBwdParams& p, const BwdMaps& maps,
                                   const Smem& sm) {
     const int lane = threadIdx.x % 32;
     if (lane == 0) {
@@ -360,7 +360,7 @@ struct DqTmaKernel {
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kDqTmaThreads, 1)
     attention_bwd_dq_tma_sm90_kernel(const __grid_constant__ AttentionBwdParams p,
-                                     const __grid_constant__ BwdDqMaps maps) {
+                                     const __grid_constant__ BwdMaps maps) {
   extern __shared__ uint8_t smem_raw[];
   using K = DqTmaKernel<Cfg>;
   const typename K::Smem sm{reinterpret_cast<uint8_t*>(

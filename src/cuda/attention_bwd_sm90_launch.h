@@ -27,12 +27,12 @@ template <class Cfg>
 sb_status launch_attention_bwd(const AttentionBwdParams& params, const BwdLaunchShape& shape);
 
 #if SAMEBITS_BWD_TMA
-// The v3 dQ kernel's tensor maps (BwdDqMaps) from the params' raw views:
+// A v3 kernel's tensor maps (BwdMaps) from the params' raw views:
 // q, dout with boxes of q_box_rows rows, k, v with kv_box_rows rows.
 // False when the driver cannot encode them (a stride TMA does not take):
 // the launcher then runs the v2 dQ kernel.
-bool make_bwd_dq_maps(const AttentionBwdParams& p, int head_dim, bool bf16, int q_box_rows,
-                      int kv_box_rows, BwdDqMaps* maps);
+bool make_bwd_maps(const AttentionBwdParams& p, int head_dim, bool bf16, int q_box_rows,
+                      int kv_box_rows, BwdMaps* maps);
 #endif
 
 // Entry point from launch.cu.

@@ -17,6 +17,9 @@
 #if SAMEBITS_BWD_TMA
 #include "cuda/attention_bwd_sm90_dq_tma.h"
 #endif
+#if SAMEBITS_BWD_TMA && SAMEBITS_BWD_TMA_DKDV
+#include "cuda/attention_bwd_sm90_dkdv_tma.h"
+#endif
 
 namespace samebits::cuda::sm90 {
 
@@ -50,14 +53,32 @@ sb_status launch_attention_bwd(const AttentionBwdParams& params, const BwdLaunch
     pre<<<static_cast<unsigned>(g), bwd::kPreprocessThreads, 0, shape.stream>>>(params);
     if (sb_status s = check("preprocess launch"); s != SB_OK) return s;
   }
+#if SAMEBITS_BWD_TMA && SAMEBITS_BWD_TMA_DKDV
+  // v3 dK/dV: a producer warpgroup; v2's kernel when the maps cannot be
+  // encoded (then the dQ pass falls back as well).
+  BwdMaps dkdv_maps;
+  const bool dkdv_tma =
+      make_bwd_maps(params, Cfg::kHeadDim, Cfg::kBf16, Cfg::kBlockM, Cfg::kBlockN, &dkdv_maps);
+  if (dkdv_tma) {
+    auto dkdv3 = bwd::attention_bwd_dkdv_tma_sm90_kernel<Cfg>;
+    if (cudaFuncSetAttribute(dkdv3, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             Cfg::kDkdvTmaSmemBytes) != cudaSuccess)
+      return check("cudaFuncSetAttribute (v3 dk/dv)");
+    if (long g = grid_of(shape.dkdv_units, 1, shape); g > 0) {
+      dkdv3<<<static_cast<unsigned>(g), Cfg::kDkdvTmaThreads, Cfg::kDkdvTmaSmemBytes,
+              shape.stream>>>(params, dkdv_maps);
+      if (sb_status s = check("dk/dv launch (v3)"); s != SB_OK) return s;
+    }
+  } else
+#endif
   if (long g = grid_of(shape.dkdv_units, 1, shape); g > 0) {
     dkdv<<<static_cast<unsigned>(g), Cfg::kThreads, Cfg::kDkdvSmemBytes, shape.stream>>>(params);
     if (sb_status s = check("dk/dv launch"); s != SB_OK) return s;
   }
 #if SAMEBITS_BWD_TMA
   // v3 dQ: a TMA producer warp; v2's kernel when the maps cannot be encoded.
-  BwdDqMaps maps;
-  if (make_bwd_dq_maps(params, Cfg::kHeadDim, Cfg::kBf16, Cfg::kDqBlockM, Cfg::kDqBlockN, &maps)) {
+  BwdMaps maps;
+  if (make_bwd_maps(params, Cfg::kHeadDim, Cfg::kBf16, Cfg::kDqBlockM, Cfg::kDqBlockN, &maps)) {
     auto dq_tma = bwd::attention_bwd_dq_tma_sm90_kernel<Cfg>;
     if (cudaFuncSetAttribute(dq_tma, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              Cfg::kDqTmaSmemBytes) != cudaSuccess)
