@@ -20,8 +20,7 @@ if(SAMEBITS_CUDA_BACKWARD)
   # v3 dK/dV pass (producer warpgroup + setmaxnreg), same bits as v2; only
   # with SAMEBITS_BWD_TMA.
   option(SAMEBITS_BWD_TMA_DKDV "sm90 backward: also the v3 dK/dV kernel (needs SAMEBITS_BWD_TMA)" OFF)
-  # Set on the backward's sources only, so that switching rebuilds those
-  # seven files, not the library.
+  # Set on the backward's sources only: the other kernels never see them.
   if(SAMEBITS_BWD_TMA)
     set_property(SOURCE ${samebits_bwd_sources} APPEND PROPERTY COMPILE_DEFINITIONS SAMEBITS_BWD_TMA=1)
     if(SAMEBITS_BWD_TMA_DKDV)
