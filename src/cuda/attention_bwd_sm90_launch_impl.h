@@ -15,6 +15,8 @@
 #include "cuda/attention_bwd_sm90_dq.h"
 #include "cuda/attention_bwd_sm90_launch.h"
 #if SAMEBITS_BWD_TMA
+#include <cstdlib>
+
 #include "cuda/attention_bwd_sm90_dq_tma.h"
 #endif
 #if SAMEBITS_BWD_TMA && SAMEBITS_BWD_TMA_DKDV
@@ -29,6 +31,19 @@ inline long grid_of(long units, int per_sm, const BwdLaunchShape& shape) {
   if (shape.max_ctas > 0 && shape.max_ctas < grid) grid = shape.max_ctas;
   return grid;
 }
+#if SAMEBITS_BWD_TMA
+// SAMEBITS_BWD_TMA_STRICT=1 (tests): a v3 kernel whose tensor maps cannot
+// be encoded is an error instead of a silent fall back to v2, so a test run
+// cannot pass on v2's kernels unnoticed.
+inline bool tma_strict() {
+  const char* s = std::getenv("SAMEBITS_BWD_TMA_STRICT");
+  return s != nullptr && s[0] != '\0' && s[0] != '0';
+}
+inline sb_status no_maps(const char* pass) {
+  return fail(SB_CUDA_ERROR, std::string("attention_bwd_sm90: ") + pass +
+                                 ": tensor maps could not be encoded (SAMEBITS_BWD_TMA_STRICT)");
+}
+#endif
 inline sb_status check(const char* what) {
   const cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess)
@@ -69,6 +84,8 @@ sb_status launch_attention_bwd(const AttentionBwdParams& params, const BwdLaunch
               shape.stream>>>(params, dkdv_maps);
       if (sb_status s = check("dk/dv launch (v3)"); s != SB_OK) return s;
     }
+  } else if (tma_strict()) {
+    return no_maps("v3 dk/dv");
   } else
 #endif
   if (long g = grid_of(shape.dkdv_units, 1, shape); g > 0) {
@@ -90,6 +107,7 @@ sb_status launch_attention_bwd(const AttentionBwdParams& params, const BwdLaunch
     }
     return SB_OK;
   }
+  if (tma_strict()) return no_maps("v3 dq");
 #endif
   if (long g = grid_of(shape.dq_units, 1, shape); g > 0) {
     dq<<<static_cast<unsigned>(g), Cfg::kDqThreads, Cfg::kDqSmemBytes, shape.stream>>>(params);

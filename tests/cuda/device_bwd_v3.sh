@@ -24,6 +24,8 @@ for v in ${BUILDS:-off on all}; do
   dir=$PWD/$CARRY/$v
   mkdir -p "$OUT/$v"
   export LD_LIBRARY_PATH=$dir
+  # v3 builds: fail instead of falling back to v2 when a map cannot be made.
+  export SAMEBITS_BWD_TMA_STRICT=1
   timeout ${TEST_TIMEOUT:-100} "$dir/test_attention_bwd_sm90" ${TEST_ARGS:---bench} > "$OUT/$v/bwd.log" 2>&1
   rc=$?
   test_rc[$v]=$rc
