@@ -88,8 +88,10 @@ bool make_bwd_maps(const AttentionBwdParams& p, int head_dim, bool bf16, int q_b
   // reads past a sequence.
   constexpr int64_t kPackedRows = 0x7fffffff;
   const bool q_packed = p.cu_seqlens_q != nullptr, k_packed = p.cu_seqlens_k != nullptr;
-  const int64_t q_rows = q_packed ? kPackedRows : p.seqlen_q;
-  const int64_t k_rows = k_packed ? kPackedRows : p.seqlen_k;
+  // Extents must be non-zero; a zero-length dense tensor has no tile inside
+  // its sequence, so TMA never reads it.
+  const int64_t q_rows = q_packed ? kPackedRows : (p.seqlen_q > 0 ? p.seqlen_q : 1);
+  const int64_t k_rows = k_packed ? kPackedRows : (p.seqlen_k > 0 ? p.seqlen_k : 1);
   const int qb = q_packed ? 1 : p.batch, kb = k_packed ? 1 : p.batch;
   return make_map(&maps->q, p.q, bf16, head_dim, q_rows, p.num_heads, qb, p.q_row_stride,
                   p.q_head_stride, p.q_batch_stride, q_box_rows) &&
