@@ -16,10 +16,10 @@ if(SAMEBITS_CUDA_BACKWARD)
   target_compile_definitions(samebits PRIVATE SAMEBITS_CUDA_BACKWARD=1)
   # v3 dQ pass (TMA producer warp + mbarrier ring), same bits as v2; off
   # until it has passed the GPU tests (docs/backward_design.md, "v3").
-  option(SAMEBITS_BWD_TMA "sm90 backward: the v3 dQ kernel with a TMA producer" OFF)
+  option(SAMEBITS_BWD_TMA "sm90 backward: the v3 dQ kernel with a TMA producer" ON)
   # v3 dK/dV pass (producer warpgroup + setmaxnreg), same bits as v2; only
   # with SAMEBITS_BWD_TMA.
-  option(SAMEBITS_BWD_TMA_DKDV "sm90 backward: also the v3 dK/dV kernel (needs SAMEBITS_BWD_TMA)" OFF)
+  option(SAMEBITS_BWD_TMA_DKDV "sm90 backward: also the v3 dK/dV kernel (needs SAMEBITS_BWD_TMA)" ON)
   # Set on the backward's sources only: the other kernels never see them.
   if(SAMEBITS_BWD_TMA)
     set_property(SOURCE ${samebits_bwd_sources} APPEND PROPERTY COMPILE_DEFINITIONS SAMEBITS_BWD_TMA=1)

@@ -246,8 +246,11 @@ struct DkdvTmaKernel {
                                                    tid % 128, acc_dv, acc_dk);
         else
           V2::template tile<kDV, kDK>(sm, s, score, u.vis, m0, key0, lane, warp, acc_dv, acc_dk);
+        // Every lane's reads of stage s (lse, D, P^T) before lane 0's release.
+        __syncwarp();
         if (lane == 0) mbar_arrive(bars.q_empty(s));  // release stage s
       }
+      __syncwarp();
       if (lane == 0) mbar_arrive(bars.kv_empty());  // release K_n, V_n
 
       const int key_r = key0 + warp * 16 + lane / 4;

@@ -335,8 +335,10 @@ struct DqTmaKernel {
           fence_regs(acc);
           fence_regs(af);
         }
+        __syncwarp();  // every lane's reads of stage s before lane 0's release
         if (lane == 0) mbar_arrive(sm.kv_empty(s));  // release K, V of stage s
       }
+      __syncwarp();
       if (lane == 0) mbar_arrive(sm.q_empty());  // release Q, dO
 
       // dq = round(scale * dQ). Overwrites D of the same rows, read above by
