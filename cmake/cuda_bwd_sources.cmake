@@ -14,4 +14,19 @@ if(SAMEBITS_CUDA_BACKWARD)
   endforeach()
   target_sources(samebits PRIVATE ${samebits_bwd_sources})
   target_compile_definitions(samebits PRIVATE SAMEBITS_CUDA_BACKWARD=1)
+  # v3 dQ pass (TMA producer warp + mbarrier ring), same bits as v2; off
+  # until it has passed the GPU tests (docs/backward_design.md, "v3").
+  option(SAMEBITS_BWD_TMA "sm90 backward: the v3 dQ kernel with a TMA producer" ON)
+  # v3 dK/dV pass (producer warpgroup + setmaxnreg), same bits as v2; only
+  # with SAMEBITS_BWD_TMA.
+  option(SAMEBITS_BWD_TMA_DKDV "sm90 backward: also the v3 dK/dV kernel (needs SAMEBITS_BWD_TMA)" ON)
+  # Set on the backward's sources only: the other kernels never see them.
+  if(SAMEBITS_BWD_TMA)
+    set_property(SOURCE ${samebits_bwd_sources} APPEND PROPERTY COMPILE_DEFINITIONS SAMEBITS_BWD_TMA=1)
+    if(SAMEBITS_BWD_TMA_DKDV)
+      set_property(SOURCE ${samebits_bwd_sources} APPEND PROPERTY COMPILE_DEFINITIONS SAMEBITS_BWD_TMA_DKDV=1)
+    endif()
+  elseif(SAMEBITS_BWD_TMA_DKDV)
+    message(FATAL_ERROR "SAMEBITS_BWD_TMA_DKDV=ON needs SAMEBITS_BWD_TMA=ON")
+  endif()
 endif()

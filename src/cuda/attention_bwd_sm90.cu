@@ -8,6 +8,9 @@
 
 #include "core/backend.h"
 #include "cuda/attention_bwd_sm90_launch.h"
+#if SAMEBITS_BWD_TMA
+#include "cuda/driver_entry_points.h"
+#endif
 #include "samebits/config.h"
 
 namespace samebits::cuda::sm90 {
@@ -33,6 +36,33 @@ int max_ctas_from_env() {
 
 long ceil_div(long a, long b) { return (a + b - 1) / b; }
 
+#if SAMEBITS_BWD_TMA
+// A 4D map (dim, row, head, batch) of 16-bit elements, boxes of 64 columns
+// x box_rows rows, 128-byte swizzle (the wgmma layout), as the forward's.
+// Extents of 1 take a harmless stride (the row stride): their stride is
+// never applied, and the caller's may be one TMA does not take.
+bool make_map(CUtensorMap* map, const void* data, bool bf16, int head_dim, int64_t rows,
+              int heads, int batch, int64_t row_stride, int64_t head_stride, int64_t batch_stride,
+              int box_rows) {
+  auto encode = samebits::cuda::tensor_map_encode_fn();
+  if (encode == nullptr) return false;
+  if (heads <= 1) head_stride = row_stride;
+  if (batch <= 1) batch_stride = row_stride;
+  cuuint64_t dims[4] = {static_cast<cuuint64_t>(head_dim), static_cast<cuuint64_t>(rows),
+                        static_cast<cuuint64_t>(heads), static_cast<cuuint64_t>(batch)};
+  cuuint64_t strides[3] = {static_cast<cuuint64_t>(row_stride * 2),
+                           static_cast<cuuint64_t>(head_stride * 2),
+                           static_cast<cuuint64_t>(batch_stride * 2)};
+  cuuint32_t box[4] = {64, static_cast<cuuint32_t>(box_rows), 1, 1};
+  cuuint32_t elem_strides[4] = {1, 1, 1, 1};
+  return encode(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 4,
+                const_cast<void*>(data), dims, strides, box, elem_strides,
+                CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+#endif
+
 template <int D, bool kBf16>
 sb_status launch(const sb_attention_params& p, const AttentionBwdParams& kp, BwdLaunchShape shape) {
   using Cfg = BwdConfig<D, kBf16>;
@@ -48,6 +78,31 @@ sb_status launch(const sb_attention_params& p, const AttentionBwdParams& kp, Bwd
 }
 
 }  // namespace
+
+#if SAMEBITS_BWD_TMA
+bool make_bwd_maps(const AttentionBwdParams& p, int head_dim, bool bf16, int q_box_rows,
+                      int kv_box_rows, BwdMaps* maps) {
+  // Packed tensors: the token count is on the device; the row extent is a
+  // bound and only tiles inside one sequence go through TMA (the kernel
+  // loads the tile that crosses a sequence end by hand), so TMA never
+  // reads past a sequence.
+  constexpr int64_t kPackedRows = 0x7fffffff;
+  const bool q_packed = p.cu_seqlens_q != nullptr, k_packed = p.cu_seqlens_k != nullptr;
+  // Extents must be non-zero; a zero-length dense tensor has no tile inside
+  // its sequence, so TMA never reads it.
+  const int64_t q_rows = q_packed ? kPackedRows : (p.seqlen_q > 0 ? p.seqlen_q : 1);
+  const int64_t k_rows = k_packed ? kPackedRows : (p.seqlen_k > 0 ? p.seqlen_k : 1);
+  const int qb = q_packed ? 1 : p.batch, kb = k_packed ? 1 : p.batch;
+  return make_map(&maps->q, p.q, bf16, head_dim, q_rows, p.num_heads, qb, p.q_row_stride,
+                  p.q_head_stride, p.q_batch_stride, q_box_rows) &&
+         make_map(&maps->dout, p.dout, bf16, head_dim, q_rows, p.num_heads, qb, p.do_row_stride,
+                  p.do_head_stride, p.do_batch_stride, q_box_rows) &&
+         make_map(&maps->k, p.k, bf16, head_dim, k_rows, p.num_heads_k, kb, p.k_row_stride,
+                  p.k_head_stride, p.k_batch_stride, kv_box_rows) &&
+         make_map(&maps->v, p.v, bf16, head_dim, k_rows, p.num_heads_k, kb, p.v_row_stride,
+                  p.v_head_stride, p.v_batch_stride, kv_box_rows);
+}
+#endif
 
 sb_status attention_bwd_sm90(const sb_attention_params& p) {
   const char* who = "sm90 attention backward: ";

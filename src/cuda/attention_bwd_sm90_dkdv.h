@@ -99,7 +99,10 @@ struct DkdvKernel {
   // buffer is rewritten only after the next tile's __syncthreads, which the
   // dK warpgroup reaches after its reads. Without kShareP the dK warpgroup
   // recomputes S^T (same instructions, same bits).
-  template <bool kDV, bool kDK>
+  // kPtFree (v3, attention_bwd_sm90_dkdv_tma.h, where no __syncthreads
+  // separates tiles): the dV warpgroup syncs on named barrier 2 before it
+  // rewrites P^T, the dK warpgroup arrives there once it has read it.
+  template <bool kDV, bool kDK, bool kPtFree = false>
   __device__ static void tile_raw(const Smem& sm, int s, const BwdScore& score,
                                   const BwdVisibility& vis, int m0, int key0, int lane, int warp,
                                   int t128, float (&acc_dv)[kDV ? kAccRegs : 1],
@@ -108,14 +111,14 @@ struct DkdvKernel {
     vis.keys_of_rows(m0, m0 + kBm - 1, klo, khi);
     if (khi < klo || khi < key0 || klo > key0 + 63) return;  // adds exact zeros: skip
     if (vis.all_visible(m0, kBm, key0, 64))
-      tile_raw_body<kDV, kDK, false>(sm, s, score, vis, m0, key0, lane, warp, t128, acc_dv,
-                                     acc_dk);
+      tile_raw_body<kDV, kDK, false, kPtFree>(sm, s, score, vis, m0, key0, lane, warp, t128,
+                                              acc_dv, acc_dk);
     else
-      tile_raw_body<kDV, kDK, true>(sm, s, score, vis, m0, key0, lane, warp, t128, acc_dv,
-                                    acc_dk);
+      tile_raw_body<kDV, kDK, true, kPtFree>(sm, s, score, vis, m0, key0, lane, warp, t128,
+                                             acc_dv, acc_dk);
   }
 
-  template <bool kDV, bool kDK, bool kMasked>
+  template <bool kDV, bool kDK, bool kMasked, bool kPtFree = false>
   __device__ static void tile_raw_body(const Smem& sm, int s, const BwdScore& score,
                                        const BwdVisibility& vis, int m0, int key0, int lane,
                                        int warp, int t128, float (&acc_dv)[kDV ? kAccRegs : 1],
@@ -175,6 +178,7 @@ struct DkdvKernel {
       // gemm round(P^T) * dO -> dV (group 3)
       issue_rs<kBm, kD, Cfg::kBf16>(acc_dv, af, do_addr, kBm * kRow);
       if constexpr (!kDK && kShare) {
+        if constexpr (kPtFree) named_barrier_sync(2, 256);  // the previous P^T was read
 #pragma unroll
         for (int e4 = 0; e4 < kSRegs / 4; ++e4)
           pt[e4 * 128 + t128] = make_float4(st[4 * e4], st[4 * e4 + 1], st[4 * e4 + 2], st[4 * e4 + 3]);
@@ -197,6 +201,9 @@ struct DkdvKernel {
             dpt[e] = visible(e) ? g : 0.f;
           }
         }
+        // P^T read (every value is consumed above): the dV warpgroup may
+        // rewrite it.
+        if constexpr (kPtFree) named_barrier_arrive(2, 256);
       } else {
 #pragma unroll
         for (int e = 0; e < kSRegs; ++e) {

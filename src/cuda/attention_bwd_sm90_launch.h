@@ -26,6 +26,15 @@ struct BwdLaunchShape {
 template <class Cfg>
 sb_status launch_attention_bwd(const AttentionBwdParams& params, const BwdLaunchShape& shape);
 
+#if SAMEBITS_BWD_TMA
+// A v3 kernel's tensor maps (BwdMaps) from the params' raw views:
+// q, dout with boxes of q_box_rows rows, k, v with kv_box_rows rows.
+// False when the driver cannot encode them (a stride TMA does not take):
+// the launcher then runs the v2 dQ kernel.
+bool make_bwd_maps(const AttentionBwdParams& p, int head_dim, bool bf16, int q_box_rows,
+                      int kv_box_rows, BwdMaps* maps);
+#endif
+
 // Entry point from launch.cu.
 sb_status attention_bwd_sm90(const sb_attention_params& p);
 

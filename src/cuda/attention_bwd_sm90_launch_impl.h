@@ -4,7 +4,8 @@
 // reads what the previous one wrote; stream order is the only sync):
 //   1. preprocess: D_i into dq's rows            (attention_bwd_sm90_dq.h)
 //   2. dK, dV                                   (attention_bwd_sm90_dkdv.h)
-//   3. dQ, overwriting D                        (attention_bwd_sm90_dq.h)
+//   3. dQ, overwriting D                        (attention_bwd_sm90_dq.h;
+//      with SAMEBITS_BWD_TMA the v3 kernel of attention_bwd_sm90_dq_tma.h)
 #pragma once
 
 #include <string>
@@ -13,6 +14,14 @@
 #include "cuda/attention_bwd_sm90_dkdv.h"
 #include "cuda/attention_bwd_sm90_dq.h"
 #include "cuda/attention_bwd_sm90_launch.h"
+#if SAMEBITS_BWD_TMA
+#include <cstdlib>
+
+#include "cuda/attention_bwd_sm90_dq_tma.h"
+#endif
+#if SAMEBITS_BWD_TMA && SAMEBITS_BWD_TMA_DKDV
+#include "cuda/attention_bwd_sm90_dkdv_tma.h"
+#endif
 
 namespace samebits::cuda::sm90 {
 
@@ -22,6 +31,19 @@ inline long grid_of(long units, int per_sm, const BwdLaunchShape& shape) {
   if (shape.max_ctas > 0 && shape.max_ctas < grid) grid = shape.max_ctas;
   return grid;
 }
+#if SAMEBITS_BWD_TMA
+// SAMEBITS_BWD_TMA_STRICT=1 (tests): a v3 kernel whose tensor maps cannot
+// be encoded is an error instead of a silent fall back to v2, so a test run
+// cannot pass on v2's kernels unnoticed.
+inline bool tma_strict() {
+  const char* s = std::getenv("SAMEBITS_BWD_TMA_STRICT");
+  return s != nullptr && s[0] != '\0' && s[0] != '0';
+}
+inline sb_status no_maps(const char* pass) {
+  return fail(SB_CUDA_ERROR, std::string("attention_bwd_sm90: ") + pass +
+                                 ": tensor maps could not be encoded (SAMEBITS_BWD_TMA_STRICT)");
+}
+#endif
 inline sb_status check(const char* what) {
   const cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess)
@@ -46,10 +68,47 @@ sb_status launch_attention_bwd(const AttentionBwdParams& params, const BwdLaunch
     pre<<<static_cast<unsigned>(g), bwd::kPreprocessThreads, 0, shape.stream>>>(params);
     if (sb_status s = check("preprocess launch"); s != SB_OK) return s;
   }
+#if SAMEBITS_BWD_TMA && SAMEBITS_BWD_TMA_DKDV
+  // v3 dK/dV: a producer warpgroup; v2's kernel when the maps cannot be
+  // encoded (then the dQ pass falls back as well).
+  BwdMaps dkdv_maps;
+  const bool dkdv_tma =
+      make_bwd_maps(params, Cfg::kHeadDim, Cfg::kBf16, Cfg::kBlockM, Cfg::kBlockN, &dkdv_maps);
+  if (dkdv_tma) {
+    auto dkdv3 = bwd::attention_bwd_dkdv_tma_sm90_kernel<Cfg>;
+    if (cudaFuncSetAttribute(dkdv3, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             Cfg::kDkdvTmaSmemBytes) != cudaSuccess)
+      return check("cudaFuncSetAttribute (v3 dk/dv)");
+    if (long g = grid_of(shape.dkdv_units, 1, shape); g > 0) {
+      dkdv3<<<static_cast<unsigned>(g), Cfg::kDkdvTmaThreads, Cfg::kDkdvTmaSmemBytes,
+              shape.stream>>>(params, dkdv_maps);
+      if (sb_status s = check("dk/dv launch (v3)"); s != SB_OK) return s;
+    }
+  } else if (tma_strict()) {
+    return no_maps("v3 dk/dv");
+  } else
+#endif
   if (long g = grid_of(shape.dkdv_units, 1, shape); g > 0) {
     dkdv<<<static_cast<unsigned>(g), Cfg::kThreads, Cfg::kDkdvSmemBytes, shape.stream>>>(params);
     if (sb_status s = check("dk/dv launch"); s != SB_OK) return s;
   }
+#if SAMEBITS_BWD_TMA
+  // v3 dQ: a TMA producer warp; v2's kernel when the maps cannot be encoded.
+  BwdMaps maps;
+  if (make_bwd_maps(params, Cfg::kHeadDim, Cfg::kBf16, Cfg::kDqBlockM, Cfg::kDqBlockN, &maps)) {
+    auto dq_tma = bwd::attention_bwd_dq_tma_sm90_kernel<Cfg>;
+    if (cudaFuncSetAttribute(dq_tma, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                             Cfg::kDqTmaSmemBytes) != cudaSuccess)
+      return check("cudaFuncSetAttribute (v3 dq)");
+    if (long g = grid_of(shape.dq_units, 1, shape); g > 0) {
+      dq_tma<<<static_cast<unsigned>(g), Cfg::kDqTmaThreads, Cfg::kDqTmaSmemBytes, shape.stream>>>(
+          params, maps);
+      if (sb_status s = check("dq launch (v3)"); s != SB_OK) return s;
+    }
+    return SB_OK;
+  }
+  if (tma_strict()) return no_maps("v3 dq");
+#endif
   if (long g = grid_of(shape.dq_units, 1, shape); g > 0) {
     dq<<<static_cast<unsigned>(g), Cfg::kDqThreads, Cfg::kDqSmemBytes, shape.stream>>>(params);
     if (sb_status s = check("dq launch"); s != SB_OK) return s;

@@ -5,6 +5,7 @@
 // The design and the order of every reduction: docs/backward_design.md.
 #pragma once
 
+#include <cuda.h>
 #include <stdint.h>
 
 #include "samebits/config.h"
@@ -13,6 +14,20 @@
 // share P^T through shared memory at head dims 128, 256 (see BwdConfig).
 #ifndef SAMEBITS_BWD_SHARE_P
 #define SAMEBITS_BWD_SHARE_P 1
+#endif
+
+// FREE build switch (speed only), default 0: 1 = the dQ pass runs the v3
+// kernel (attention_bwd_sm90_dq_tma.h: a TMA producer warp and an mbarrier
+// ring instead of cp.async and one __syncthreads per tile). Same bits.
+// CMake: -DSAMEBITS_BWD_TMA=ON.
+#ifndef SAMEBITS_BWD_TMA
+#define SAMEBITS_BWD_TMA 0
+#endif
+// FREE build switch, default 0, needs SAMEBITS_BWD_TMA: 1 = the dK/dV pass
+// runs its v3 kernel too (attention_bwd_sm90_dkdv_tma.h: a producer
+// warpgroup with setmaxnreg). CMake: -DSAMEBITS_BWD_TMA_DKDV=ON.
+#ifndef SAMEBITS_BWD_TMA_DKDV
+#define SAMEBITS_BWD_TMA_DKDV 0
 #endif
 
 namespace samebits::cuda::sm90 {
@@ -125,11 +140,66 @@ struct BwdConfig {
   static constexpr int kDqOffV = kDqOffK + kStages * kDqKVBytes;  // [stage]
   static constexpr int kDqSmemBytes = kDqOffV + kStages * kDqKVBytes + 1024;
 
+  // ---- dQ kernel, v3 (SAMEBITS_BWD_TMA): the same tiles and warpgroups,
+  // plus one producer warp (the last) that loads Q, dO once per unit and
+  // the K, V tiles into a ring of kDqTmaStages stages (TMA for tiles inside
+  // the sequence, by hand with zero fill for the one that crosses its end).
+  // Head dims <= 128: 288 threads. ptxas caps a 288-thread kernel at 168
+  // registers, as a 384-thread one (registers go by groups of 4 warps; a
+  // test kernel shows it), and the v3 kernel fits: 141 / 168, no spill
+  // (182 with 256 threads' cap), so no setmaxnreg. Head dim 256: 160
+  // threads, cap 255, 235 used. Four stages fit at d <= 128 (the ring is
+  // what lets the consumers drift apart), two at d = 256.
+  static constexpr int kDqTmaStages = kHeadDim <= 128 ? 4 : 2;
+  static constexpr int kDqTmaThreads = kDqThreads + 32;
+  static constexpr int kDqTmaOffQ = 0;
+  static constexpr int kDqTmaOffDo = kDqTmaOffQ + kDqQBytes;
+  static constexpr int kDqTmaOffK = kDqTmaOffDo + kDqQBytes;                  // [stage]
+  static constexpr int kDqTmaOffV = kDqTmaOffK + kDqTmaStages * kDqKVBytes;   // [stage]
+  static constexpr int kDqTmaOffBars = kDqTmaOffV + kDqTmaStages * kDqKVBytes;
+  // q_full, q_empty, kv_full[stage], kv_empty[stage]
+  static constexpr int kDqTmaBarriers = 2 + 2 * kDqTmaStages;
+  static constexpr int kDqTmaSmemBytes = kDqTmaOffBars + kDqTmaBarriers * 8 + 1024;
+  static_assert(kDqTmaSmemBytes <= 227 * 1024, "v3 dQ shared memory over the sm90 limit");
+
+  // ---- dK/dV kernel, v3 (SAMEBITS_BWD_TMA_DKDV): v2's shared memory
+  // (K, V, the Q / dO / lse / D ring, P^T) plus the barriers; warpgroups 0
+  // and 1 compute as in v2, warpgroup 2 is the producer (one warp loads).
+  // 384 threads launch with 168 registers each (ptxas's cap); setmaxnreg
+  // moves the producer's to the consumers (v2 uses 239 / 213 / 255 at
+  // d = 64 / 128 / 256). The split must fit what the CTA got at launch
+  // (384 x 168), or setmaxnreg.inc waits forever. ptxas -v, nvcc 13.0: the
+  // producer spills at 24 (172 bytes) and 40 (d <= 128); consumers fit 224
+  // at d <= 128 and 232 at d = 256 with no spill (224: 4 bytes at d = 256).
+  static constexpr int kDkdvTmaThreads = 384;
+  static constexpr int kDkdvLaunchRegs = (65536 / kDkdvTmaThreads) / 8 * 8;  // 168
+  static constexpr int kDkdvProducerRegs = kHeadDim == 256 ? 40 : 56;
+  static constexpr int kDkdvConsumerRegs = kHeadDim == 256 ? 232 : 224;
+  static_assert(128 * kDkdvProducerRegs + 256 * kDkdvConsumerRegs <=
+                    kDkdvTmaThreads * kDkdvLaunchRegs,
+                "setmaxnreg split over the registers the CTA launched with");
+  static constexpr int kDkdvTmaOffBars = kDkdvOffP + kPBytes;
+  // kv_full, kv_empty, q_full[stage], q_empty[stage]
+  static constexpr int kDkdvTmaBarriers = 2 + 2 * kStages;
+  static constexpr int kDkdvTmaSmemBytes = kDkdvTmaOffBars + kDkdvTmaBarriers * 8 + 1024;
+  static_assert(kDkdvTmaSmemBytes <= 227 * 1024, "v3 dK/dV shared memory over the sm90 limit");
+
   static_assert(kKVBytes % 1024 == 0 && kQTileBytes % 1024 == 0 && kDqKVBytes % 1024 == 0,
                 "tiles must keep 1024-byte alignment (swizzle atoms)");
   static_assert(kDkdvSmemBytes <= 227 * 1024 && kDqSmemBytes <= 227 * 1024,
                 "shared memory over the sm90 limit");
   static_assert(kBlockM % 16 == 0 && kDqBlockN % 16 == 0, "k16 steps");
+};
+
+// Tensor maps of a v3 kernel (SAMEBITS_BWD_TMA): q, dout, k, v as 4D
+// (dim, row, head, batch) with 128-byte swizzled boxes of 64 columns and
+// the kernel's tile heights (dQ pass: kDqBlockM, kDqBlockN rows; dK/dV
+// pass: kBlockM, kBlockN). Packed (varlen) tensors have a batch extent of 1
+// and rows index the token axis; only tiles that lie inside one sequence
+// are loaded through them. A second __grid_constant__ argument, so
+// AttentionBwdParams (and the v2 kernels) stay as they are.
+struct BwdMaps {
+  CUtensorMap q, dout, k, v;
 };
 
 // FREE. The D preprocess: query rows per work unit, threads per CTA.

@@ -1,0 +1,306 @@
+// sm90 attention backward, pass 2 (dK, dV), v3: a producer warpgroup (TMA
+// and mbarriers) instead of cp.async by every thread and one __syncthreads
+// per tile. Build switch SAMEBITS_BWD_TMA_DKDV (default off; needs
+// SAMEBITS_BWD_TMA); the v2 kernel in attention_bwd_sm90_dkdv.h is the
+// default.
+//
+// Same work units, same tiles, same walk, and the same tile functions: the
+// consumers call v2's DkdvKernel::tile_raw / ::tile on the same shared
+// memory layout, so every product and element formula, and therefore every
+// bit, is v2's.
+//
+//   warpgroups 0, 1   consumers, v2's roles (d = 64: 64 keys each, dK and
+//                     dV; d = 128, 256: warpgroup 0 dV, warpgroup 1 dK),
+//                     setmaxnreg up to kDkdvConsumerRegs
+//   warpgroup 2       producer, setmaxnreg down to kDkdvProducerRegs; its
+//                     warp 0 loads, the other three exit
+//
+// Barriers (shared memory, BwdConfig::kDkdvTmaBarriers):
+//   kv_full       producer -> consumers: K_n, V_n of the unit landed.
+//                 1 arrival (+ transaction bytes, or after a hand load)
+//   kv_empty      consumers -> producer: every consumer warp finished the
+//                 unit, K and V may be overwritten. 8 arrivals
+//   q_full[s]     producer -> consumers: Q, dO (TMA or by hand) and lse, D
+//                 (by hand: strided f32 vectors, not a tile) of a query
+//                 tile in stage s. 1 arrival by lane 0 after the warp's
+//                 stores (__syncwarp first), with the TMA bytes expected
+//   q_empty[s]    consumers -> producer: every consumer warp is done with
+//                 stage s (its tile ended with wgmma_wait<0>). 8 arrivals
+//   named barrier 1   (v2) dV warpgroup -> dK warpgroup: P^T written
+//   named barrier 2   dK warpgroup -> dV warpgroup: P^T read, it may be
+//                 rewritten (v2 had the per-tile __syncthreads for this).
+//                 The dK warpgroup arrives once at the start, the dV
+//                 warpgroup syncs once at the end, so the counts match.
+// Every consumer warp waits q_full before it arrives on q_empty, also for
+// a tile it skips. Running counters (units, tiles) give each barrier's
+// stage and parity on both sides.
+//
+// Tiles that cross a sequence end (query rows >= lq, keys >= lk) are loaded
+// by hand with those rows zeroed, as in the forward and in v2 (TMA
+// zero-fills only outside the tensor, not at a varlen sequence end).
+#pragma once
+
+#include "cuda/attention_bwd_sm90_dkdv.h"
+
+namespace samebits::cuda::sm90::bwd {
+
+template <class Cfg>
+struct DkdvTmaKernel {
+  using V2 = DkdvKernel<Cfg>;
+  using Smem = typename V2::Smem;
+  static constexpr int kD = Cfg::kHeadDim;
+  static constexpr int kBn = Cfg::kBlockN;
+  static constexpr int kBm = Cfg::kBlockM;
+  static constexpr int kS = Cfg::kStages;
+  static constexpr int kConsumerWarps = 8;
+  static constexpr int kAccRegs = kD / 2;
+  static constexpr bool kPtFree = Cfg::kShareP;  // P^T hand-off needs barrier 2
+
+  struct Bars {
+    uint64_t* base;
+    __device__ uint64_t* kv_full() const { return base; }
+    __device__ uint64_t* kv_empty() const { return base + 1; }
+    __device__ uint64_t* q_full(int s) const { return base + 2 + s; }
+    __device__ uint64_t* q_empty(int s) const { return base + 2 + kS + s; }
+  };
+
+  // The unit's geometry, computed the same way by both roles (v2's
+  // DkdvKernel::run): keys k0 .. k0 + kBn - 1; query tiles m_lo ..
+  // m_lo + n_m - 1 of each of the group's head_group heads, tile t =
+  // (head t / n_m, query tile m_lo + t % n_m).
+  struct UnitTiles {
+    SeqGeom sg;
+    BwdVisibility vis;
+    int k0, m_lo, n_m, n_tiles;
+    __device__ __forceinline__ UnitTiles(const AttentionBwdParams& p, int b, int n) {
+      sg = seq_geom(p, b);
+      vis = BwdVisibility{sg.lq, sg.lk, p.window_left, p.window_right};
+      k0 = n * kBn;
+      int r_lo, r_hi;
+      vis.rows_of_keys(k0, k0 + kBn - 1, r_lo, r_hi);
+      m_lo = r_lo / kBm;
+      n_m = r_hi < r_lo ? 0 : r_hi / kBm - m_lo + 1;
+      n_tiles = n_m * p.head_group;
+    }
+  };
+
+  // ---------------------------------------------------------------- producer
+  // Hand load of a kRows x d tile by the 32 lanes of one warp into the
+  // swizzled chunk layout; rows >= valid_rows are zero and never read.
+  template <int kRows>
+  __device__ static void load_by_hand(uint8_t* dst, const uint16_t* src, int64_t row_stride,
+                                      int valid_rows, int lane) {
+    constexpr int kUnitsPerRow = kD / 8;
+    constexpr int kRowBytes = Cfg::kRowBytes;
+#pragma unroll 4
+    for (int idx = lane; idx < kRows * kUnitsPerRow; idx += 32) {
+      const int r = idx / kUnitsPerRow;
+      const int unit = idx % kUnitsPerRow;
+      uint4 val = make_uint4(0, 0, 0, 0);
+      if (r < valid_rows)
+        val = __ldg(reinterpret_cast<const uint4*>(src + r * row_stride + unit * 8));
+      uint8_t* chunk = dst + (unit / 8) * (kRows * kRowBytes);
+      *reinterpret_cast<uint4*>(chunk + r * kRowBytes + (((unit % 8) ^ (r % 8)) << 4)) = val;
+    }
+  }
+
+  template <int kRows>
+  __device__ static void tma_tile(uint8_t* dst, const CUtensorMap* map, uint64_t* bar, int row,
+                                  int head, int batch) {
+#pragma unroll
+    for (int c = 0; c < Cfg::kChunks; ++c)
+      tma_load_4d(dst + c * kRows * Cfg::kRowBytes, map, bar, c * Cfg::kChunk, row, head, batch);
+  }
+
+  __device__ static void producer(const AttentionBwdParams& p, const BwdMaps& maps,
+                                  const Smem& sm, const Bars& bars) {
+    const int lane = threadIdx.x % 32;
+    if (lane == 0) {
+      prefetch_tensor_map(&maps.q);
+      prefetch_tensor_map(&maps.dout);
+      prefetch_tensor_map(&maps.k);
+      prefetch_tensor_map(&maps.v);
+    }
+    const bool q_packed = p.cu_seqlens_q != nullptr, k_packed = p.cu_seqlens_k != nullptr;
+    Walker walker;
+    int b, g, n;
+    uint32_t unit_iter = 0;  // units done: parity of kv_empty
+    uint32_t tile_iter = 0;  // query tiles done: stage and parity of q_empty
+    for (long unit = blockIdx.x; walker.get<true>(p, unit, p.num_heads_k, kBn, b, g, n);
+         unit += gridDim.x, ++unit_iter) {
+      const UnitTiles u(p, b, n);
+      const int qb = q_packed ? 0 : b, kb = k_packed ? 0 : b;
+
+      // Tile t: Q, dO rows m0 .. m0 + kBm - 1 of head h, and their lse, D
+      // (zero past lq; those rows are masked), into stage tile_iter % kS
+      // once every consumer warp released it.
+      auto load_q = [&](int t) {
+        const int s = tile_iter % kS;
+        const uint32_t parity = (tile_iter / kS) & 1;
+        const int h = g * p.head_group + t / u.n_m;
+        const int m0 = (u.m_lo + t % u.n_m) * kBm;
+        mbar_wait(bars.q_empty(s), parity ^ 1);
+#pragma unroll
+        for (int r = lane; r < kBm; r += 32) {
+          const bool live = m0 + r < u.sg.lq;
+          float lse = 0.f, dd = 0.f;
+          if (live) {
+            const int64_t row = u.sg.q_row0 + m0 + r;
+            lse = p.lse[b * p.lse_batch_stride + row * p.lse_row_stride + h * p.lse_head_stride];
+            dd = *reinterpret_cast<const float*>(static_cast<const uint16_t*>(p.dq) +
+                                                 b * p.dq_batch_stride + row * p.dq_row_stride +
+                                                 h * p.dq_head_stride);
+          }
+          sm.lse(s)[r] = lse;
+          sm.dd(s)[r] = dd;
+        }
+        if (m0 + kBm <= u.sg.lq) {
+          __syncwarp();  // the warp's lse, D stores before lane 0's release
+          if (lane == 0) {
+            mbar_arrive_expect_tx(bars.q_full(s), 2 * Cfg::kQTileBytes);
+            tma_tile<kBm>(sm.q(s), &maps.q, bars.q_full(s), u.sg.q_row0 + m0, h, qb);
+            tma_tile<kBm>(sm.dout(s), &maps.dout, bars.q_full(s), u.sg.q_row0 + m0, h, qb);
+          }
+        } else {
+          const int64_t row0 = u.sg.q_row0 + m0;
+          const uint16_t* qs = static_cast<const uint16_t*>(p.q) + b * p.q_batch_stride +
+                               row0 * p.q_row_stride + h * p.q_head_stride;
+          const uint16_t* ds = static_cast<const uint16_t*>(p.dout) + b * p.do_batch_stride +
+                               row0 * p.do_row_stride + h * p.do_head_stride;
+          load_by_hand<kBm>(sm.q(s), qs, p.q_row_stride, u.sg.lq - m0, lane);
+          load_by_hand<kBm>(sm.dout(s), ds, p.do_row_stride, u.sg.lq - m0, lane);
+          fence_proxy_async_smem();  // generic stores -> wgmma's async proxy
+          __syncwarp();
+          if (lane == 0) mbar_arrive(bars.q_full(s));
+        }
+        ++tile_iter;
+      };
+
+      // The first kS query tiles go before K, V: their stages were last
+      // used by earlier units, whose loads were all issued, so these waits
+      // need no progress on this unit (a tile past kS would wait for this
+      // unit's first tile, which needs K, V: it comes after them).
+      const int early = min(u.n_tiles, kS);
+      for (int t = 0; t < early; ++t) load_q(t);
+
+      // K_n, V_n (kBn x d), once every consumer warp finished the previous
+      // unit.
+      mbar_wait(bars.kv_empty(), (unit_iter & 1) ^ 1);
+      if (u.k0 + kBn <= u.sg.lk) {
+        if (lane == 0) {
+          mbar_arrive_expect_tx(bars.kv_full(), 2 * Cfg::kKVBytes);
+          tma_tile<kBn>(sm.k(), &maps.k, bars.kv_full(), u.sg.k_row0 + u.k0, g, kb);
+          tma_tile<kBn>(sm.v(), &maps.v, bars.kv_full(), u.sg.k_row0 + u.k0, g, kb);
+        }
+      } else {
+        // The block that crosses lk: keys >= lk zero.
+        const int64_t row0 = u.sg.k_row0 + u.k0;
+        const uint16_t* ks = static_cast<const uint16_t*>(p.k) + b * p.k_batch_stride +
+                             row0 * p.k_row_stride + g * p.k_head_stride;
+        const uint16_t* vs = static_cast<const uint16_t*>(p.v) + b * p.v_batch_stride +
+                             row0 * p.v_row_stride + g * p.v_head_stride;
+        load_by_hand<kBn>(sm.k(), ks, p.k_row_stride, u.sg.lk - u.k0, lane);
+        load_by_hand<kBn>(sm.v(), vs, p.v_row_stride, u.sg.lk - u.k0, lane);
+        fence_proxy_async_smem();
+        __syncwarp();
+        if (lane == 0) mbar_arrive(bars.kv_full());
+      }
+
+      for (int t = early; t < u.n_tiles; ++t) load_q(t);
+    }
+  }
+
+  // ---------------------------------------------------------------- consumers
+  // v2's DkdvKernel::run with the cp.async ring and its __syncthreads
+  // replaced by the barriers above; the tiles are v2's functions.
+  template <bool kDV, bool kDK>
+  __device__ static void consumer(const AttentionBwdParams& p, const Smem& sm, const Bars& bars) {
+    const int tid = threadIdx.x;
+    const int wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
+    const BwdScore score(p);
+    constexpr bool kDkOnly = kDK && !kDV && kPtFree;
+    constexpr bool kDvOnly = kDV && !kDK && kPtFree;
+    if constexpr (kDkOnly) named_barrier_arrive(2, 256);  // P^T buffer free at the start
+    Walker walker;
+    int b, g, n;
+    uint32_t unit_iter = 0, tile_iter = 0;
+    for (long unit = blockIdx.x; walker.get<true>(p, unit, p.num_heads_k, kBn, b, g, n);
+         unit += gridDim.x, ++unit_iter) {
+      const UnitTiles u(p, b, n);
+      const int key0 = Cfg::kSplitRoles ? u.k0 : u.k0 + 64 * wg;  // this warpgroup's first key
+
+      float acc_dv[kDV ? kAccRegs : 1];
+      float acc_dk[kDK ? kAccRegs : 1];
+#pragma unroll
+      for (int i = 0; i < (kDV ? kAccRegs : 1); ++i) acc_dv[i] = 0.f;
+#pragma unroll
+      for (int i = 0; i < (kDK ? kAccRegs : 1); ++i) acc_dk[i] = 0.f;
+
+      mbar_wait(bars.kv_full(), unit_iter & 1);  // K_n, V_n landed
+      for (int t = 0; t < u.n_tiles; ++t, ++tile_iter) {
+        const int s = tile_iter % kS;
+        mbar_wait(bars.q_full(s), (tile_iter / kS) & 1);  // Q, dO, lse, D of tile t landed
+        const int m0 = (u.m_lo + t % u.n_m) * kBm;
+        if (score.raw)
+          V2::template tile_raw<kDV, kDK, kPtFree>(sm, s, score, u.vis, m0, key0, lane, warp,
+                                                   tid % 128, acc_dv, acc_dk);
+        else
+          V2::template tile<kDV, kDK>(sm, s, score, u.vis, m0, key0, lane, warp, acc_dv, acc_dk);
+        // Every lane's reads of stage s (lse, D, P^T) before lane 0's release.
+        __syncwarp();
+        if (lane == 0) mbar_arrive(bars.q_empty(s));  // release stage s
+      }
+      __syncwarp();
+      if (lane == 0) mbar_arrive(bars.kv_empty());  // release K_n, V_n
+
+      const int key_r = key0 + warp * 16 + lane / 4;
+      if constexpr (kDV)
+        V2::store(p.dv, p.dv_batch_stride, p.dv_row_stride, p.dv_head_stride, b, g, u.sg, key_r,
+                  lane % 4, acc_dv, false, 1.f);
+      if constexpr (kDK)
+        V2::store(p.dk, p.dk_batch_stride, p.dk_row_stride, p.dk_head_stride, b, g, u.sg, key_r,
+                  lane % 4, acc_dk, true, p.softmax_scale);
+    }
+    if constexpr (kDvOnly) named_barrier_sync(2, 256);  // the dK warpgroup's last arrival
+  }
+};
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kDkdvTmaThreads, 1)
+    attention_bwd_dkdv_tma_sm90_kernel(const __grid_constant__ AttentionBwdParams p,
+                                       const __grid_constant__ BwdMaps maps) {
+  extern __shared__ uint8_t smem_raw[];
+  using K = DkdvTmaKernel<Cfg>;
+  uint8_t* base = reinterpret_cast<uint8_t*>(
+      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  const typename K::Smem sm{base};
+  const typename K::Bars bars{reinterpret_cast<uint64_t*>(base + Cfg::kDkdvTmaOffBars)};
+  // Warpgroup index, warp-uniform (shuffled from lane 0) for the role branch.
+  const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
+  if (threadIdx.x == 0) {
+    mbar_init(bars.kv_full(), 1);
+    mbar_init(bars.kv_empty(), K::kConsumerWarps);
+    for (int s = 0; s < K::kS; ++s) {
+      mbar_init(bars.q_full(s), 1);
+      mbar_init(bars.q_empty(s), K::kConsumerWarps);
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();  // the only CTA-wide barrier: barriers initialised
+  if (wg == 2) {
+    setmaxnreg_dec<Cfg::kDkdvProducerRegs>();
+    if (threadIdx.x / 32 == 8) K::producer(p, maps, sm, bars);
+  } else {
+    setmaxnreg_inc<Cfg::kDkdvConsumerRegs>();
+    if constexpr (Cfg::kSplitRoles) {
+      if (wg == 0)
+        K::template consumer<true, false>(p, sm, bars);
+      else
+        K::template consumer<false, true>(p, sm, bars);
+    } else {
+      K::template consumer<true, true>(p, sm, bars);
+    }
+  }
+}
+
+}  // namespace samebits::cuda::sm90::bwd

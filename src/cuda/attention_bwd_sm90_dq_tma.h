@@ -1,0 +1,386 @@
+// sm90 attention backward, pass 3 (dQ), v3: a TMA producer warp and an
+// mbarrier ring (build switch SAMEBITS_BWD_TMA, default off; the v2 kernel
+// in attention_bwd_sm90_dq.h is the default).
+//
+// Same work units, same tiles, same element formulas and the same wgmma
+// chains as v2 (the consumer body below is v2's loop body with the loads
+// replaced by barrier waits): every dq element is still one f32
+// accumulator over the k16 steps of its keys in ascending order, so the
+// bits, and the 50-run hashes, are v2's. What changes is who loads and how
+// the warpgroups wait:
+//
+//   warps 0 .. 4 * kDqWarpgroups - 1   consumers, 64 query rows a warpgroup
+//   the last warp                      producer: Q, dO once per unit, then
+//                                      the K, V tiles in ascending order
+//
+// v2 met all 256 threads at one __syncthreads per KV tile, so both
+// warpgroups started every tile together and their P / G phases collided.
+// Here each consumer warpgroup waits only for the data it reads and
+// releases a stage on its own: the two can drift by up to the ring's depth.
+//
+// Barriers (shared memory, BwdConfig::kDqTmaBarriers):
+//   q_full        producer -> consumers: Q and dO of the unit landed.
+//                 1 arrival (+ transaction bytes, or after a hand load)
+//   q_empty       consumers -> producer: every consumer warp has finished
+//                 its unit (last wgmma waited), Q and dO may be overwritten.
+//                 4 * kDqWarpgroups arrivals
+//   kv_full[s]    producer -> consumers: K and V of a tile in stage s.
+//                 1 arrival (+ transaction bytes, or after a hand load)
+//   kv_empty[s]   consumers -> producer: every consumer warp is done with
+//                 stage s (its last wgmma on it waited, or it skipped the
+//                 tile after kv_full). 4 * kDqWarpgroups arrivals
+// Every consumer warp waits kv_full before it arrives on kv_empty, even for
+// a tile its warpgroup skips, so a phase of kv_empty never completes while
+// the TMA writes of the same phase are in flight.
+// Both sides walk the same units and tiles, so running counters (units,
+// tiles) give each barrier's stage and phase parity on both sides.
+//
+// Tiles that cross a sequence end (rows >= lq of Q / dO, keys >= lk of K /
+// V, lk = seqused_k when set) are loaded by the producer warp by hand with
+// those rows zeroed, as in the forward: TMA zero-fills only outside the
+// tensor, not at a varlen sequence end, and a neighbour's rows (or NaNs)
+// must never enter a product (numerics.md "Visibility"). TMA therefore
+// reads only rows inside the sequence.
+#pragma once
+
+#include "cuda/attention_bwd_sm90_dq.h"
+
+namespace samebits::cuda::sm90::bwd {
+
+template <class Cfg>
+struct DqTmaKernel {
+  static constexpr int kD = Cfg::kHeadDim;
+  static constexpr int kBm = Cfg::kDqBlockM;
+  static constexpr int kBn = Cfg::kDqBlockN;
+  static constexpr int kS = Cfg::kDqTmaStages;
+  static constexpr int kConsumerThreads = Cfg::kDqThreads;
+  static constexpr int kConsumerWarps = kConsumerThreads / 32;
+  static constexpr int kSRegs = kBn / 2;  // S slice: 64 x Bn f32 over 128 threads
+  static constexpr int kAccRegs = kD / 2;
+
+  struct Smem {
+    uint8_t* base;  // 1024-byte aligned
+    __device__ uint8_t* q() const { return base + Cfg::kDqTmaOffQ; }
+    __device__ uint8_t* dout() const { return base + Cfg::kDqTmaOffDo; }
+    __device__ uint8_t* k(int s) const { return base + Cfg::kDqTmaOffK + s * Cfg::kDqKVBytes; }
+    __device__ uint8_t* v(int s) const { return base + Cfg::kDqTmaOffV + s * Cfg::kDqKVBytes; }
+    __device__ uint64_t* bars() const {
+      return reinterpret_cast<uint64_t*>(base + Cfg::kDqTmaOffBars);
+    }
+    __device__ uint64_t* q_full() const { return bars(); }
+    __device__ uint64_t* q_empty() const { return bars() + 1; }
+    __device__ uint64_t* kv_full(int s) const { return bars() + 2 + s; }
+    __device__ uint64_t* kv_empty(int s) const { return bars() + 2 + kS + s; }
+  };
+
+  // The unit's tile geometry, computed the same way by both roles (v2's
+  // DqKernel::run): first row m0 (last tile first), KV tiles n_lo ..
+  // n_lo + n_tiles - 1 that some row of the CTA sees.
+  struct UnitTiles {
+    SeqGeom sg;
+    BwdVisibility vis;
+    int m0, n_lo, n_tiles;
+    __device__ __forceinline__ UnitTiles(const AttentionBwdParams& p, int b, int m) {
+      sg = seq_geom(p, b);
+      vis = BwdVisibility{sg.lq, sg.lk, p.window_left, p.window_right};
+      m0 = ((sg.lq + kBm - 1) / kBm - 1 - m) * kBm;
+      int k_lo, k_hi;
+      vis.keys_of_rows(m0, m0 + kBm - 1, k_lo, k_hi);
+      n_lo = k_lo / kBn;
+      n_tiles = k_hi < k_lo ? 0 : k_hi / kBn - n_lo + 1;
+    }
+  };
+
+  // ---------------------------------------------------------------- producer
+  // Hand load of a kRows x d tile by the 32 lanes of the producer warp into
+  // the swizzled chunk layout TMA writes (element (r, c): chunk c / 64, row
+  // r, 16-byte unit ((c % 64) / 8) ^ (r % 8)); rows >= valid_rows are zero
+  // and never read.
+  template <int kRows>
+  __device__ static void load_by_hand(uint8_t* dst, const uint16_t* src, int64_t row_stride,
+                                      int valid_rows, int lane) {
+    constexpr int kUnitsPerRow = kD / 8;
+    constexpr int kRowBytes = Cfg::kRowBytes;
+#pragma unroll 4
+    for (int idx = lane; idx < kRows * kUnitsPerRow; idx += 32) {
+      const int r = idx / kUnitsPerRow;
+      const int unit = idx % kUnitsPerRow;
+      uint4 val = make_uint4(0, 0, 0, 0);
+      if (r < valid_rows)
+        val = __ldg(reinterpret_cast<const uint4*>(src + r * row_stride + unit * 8));
+      uint8_t* chunk = dst + (unit / 8) * (kRows * kRowBytes);
+      *reinterpret_cast<uint4*>(chunk + r * kRowBytes + (((unit % 8) ^ (r % 8)) << 4)) = val;
+    }
+  }
+
+  // After a hand load: every lane fences its generic-proxy stores toward
+  // the async proxy (wgmma reads them), the warp meets, one lane arrives.
+  __device__ static void signal_after_hand_load(uint64_t* bar, int lane) {
+    fence_proxy_async_smem();
+    __syncwarp();
+    if (lane == 0) mbar_arrive(bar);
+  }
+
+  // A kRows-row tile of one 4D map at (row, head, batch), all d / 64 column
+  // chunks, completing on `bar` (whose expected bytes the caller set).
+  template <int kRows>
+  __device__ static void tma_tile(uint8_t* dst, const CUtensorMap* map, uint64_t* bar, int row,
+                                  int head, int batch) {
+#pragma unroll
+    for (int c = 0; c < Cfg::kChunks; ++c)
+      tma_load_4d(dst + c * kRows * Cfg::kRowBytes, map, bar, c * Cfg::kChunk, row, head, batch);
+  }
+
+  __device__ static void producer(const AttentionBwdParams& p, const BwdMaps& maps,
+                                  const Smem& sm) {
+    const int lane = threadIdx.x % 32;
+    if (lane == 0) {
+      prefetch_tensor_map(&maps.q);
+      prefetch_tensor_map(&maps.dout);
+      prefetch_tensor_map(&maps.k);
+      prefetch_tensor_map(&maps.v);
+    }
+    const bool q_packed = p.cu_seqlens_q != nullptr, k_packed = p.cu_seqlens_k != nullptr;
+    Walker walker;
+    int b, h, m;
+    uint32_t unit_iter = 0;  // units done: parity of q_empty
+    uint32_t tile_iter = 0;  // KV tiles done: stage and parity of kv_empty
+    for (long unit = blockIdx.x; walker.get<false>(p, unit, p.num_heads, kBm, b, h, m);
+         unit += gridDim.x, ++unit_iter) {
+      const UnitTiles u(p, b, m);
+      const int hk = h / p.head_group;
+      const int qb = q_packed ? 0 : b, kb = k_packed ? 0 : b;
+
+      // K, V of tile t into stage tile_iter % kS, once every consumer warp
+      // released that stage.
+      auto load_kv = [&](int t) {
+        const int s = tile_iter % kS;
+        const uint32_t parity = (tile_iter / kS) & 1;
+        const int k0 = (u.n_lo + t) * kBn;
+        mbar_wait(sm.kv_empty(s), parity ^ 1);
+        if (k0 + kBn <= u.sg.lk) {
+          if (lane == 0) {
+            mbar_arrive_expect_tx(sm.kv_full(s), 2 * Cfg::kDqKVBytes);
+            tma_tile<kBn>(sm.k(s), &maps.k, sm.kv_full(s), u.sg.k_row0 + k0, hk, kb);
+            tma_tile<kBn>(sm.v(s), &maps.v, sm.kv_full(s), u.sg.k_row0 + k0, hk, kb);
+          }
+        } else {
+          // The tile that crosses lk: keys >= lk zero (they are masked too).
+          const int64_t row0 = u.sg.k_row0 + k0;
+          const uint16_t* ks = static_cast<const uint16_t*>(p.k) + b * p.k_batch_stride +
+                               row0 * p.k_row_stride + hk * p.k_head_stride;
+          const uint16_t* vs = static_cast<const uint16_t*>(p.v) + b * p.v_batch_stride +
+                               row0 * p.v_row_stride + hk * p.v_head_stride;
+          load_by_hand<kBn>(sm.k(s), ks, p.k_row_stride, u.sg.lk - k0, lane);
+          load_by_hand<kBn>(sm.v(s), vs, p.v_row_stride, u.sg.lk - k0, lane);
+          signal_after_hand_load(sm.kv_full(s), lane);
+        }
+        ++tile_iter;
+      };
+
+      // The first kS tiles go before Q, dO: their stages were last used by
+      // earlier units, whose loads were all issued, so these waits need no
+      // consumer progress on this unit, and the ring refills while the
+      // consumers finish the previous unit. (A tile past kS would wait for
+      // this unit's first tile, which needs Q: it comes after Q.)
+      const int early = min(u.n_tiles, kS);
+      for (int t = 0; t < early; ++t) load_kv(t);
+
+      // Q, dO (kBm x d each), once every consumer warp finished the
+      // previous unit.
+      mbar_wait(sm.q_empty(), (unit_iter & 1) ^ 1);
+      if (u.m0 + kBm <= u.sg.lq) {
+        if (lane == 0) {
+          mbar_arrive_expect_tx(sm.q_full(), 2 * Cfg::kDqQBytes);
+          tma_tile<kBm>(sm.q(), &maps.q, sm.q_full(), u.sg.q_row0 + u.m0, h, qb);
+          tma_tile<kBm>(sm.dout(), &maps.dout, sm.q_full(), u.sg.q_row0 + u.m0, h, qb);
+        }
+      } else {
+        // The tile that crosses lq: rows >= lq zero (P = G = 0 there).
+        const int64_t row0 = u.sg.q_row0 + u.m0;
+        const uint16_t* qs = static_cast<const uint16_t*>(p.q) + b * p.q_batch_stride +
+                             row0 * p.q_row_stride + h * p.q_head_stride;
+        const uint16_t* ds = static_cast<const uint16_t*>(p.dout) + b * p.do_batch_stride +
+                             row0 * p.do_row_stride + h * p.do_head_stride;
+        load_by_hand<kBm>(sm.q(), qs, p.q_row_stride, u.sg.lq - u.m0, lane);
+        load_by_hand<kBm>(sm.dout(), ds, p.do_row_stride, u.sg.lq - u.m0, lane);
+        signal_after_hand_load(sm.q_full(), lane);
+      }
+
+      for (int t = early; t < u.n_tiles; ++t) load_kv(t);
+    }
+  }
+
+  // ---------------------------------------------------------------- consumers
+  // v2's DqKernel::run for one warpgroup, with the cp.async ring and its
+  // __syncthreads replaced by the barriers above. Keep the tile body in
+  // step with v2 (attention_bwd_sm90_dq.h): it is what fixes the bits.
+  __device__ static void consumer(const AttentionBwdParams& p, const Smem& sm) {
+    const int tid = threadIdx.x;
+    const int wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
+    const int q4 = lane % 4;
+    const BwdScore score(p);
+    constexpr uint32_t kRow = Cfg::kRowBytes;
+    Walker walker;
+    int b, h, m;
+    uint32_t unit_iter = 0, tile_iter = 0;
+    for (long unit = blockIdx.x; walker.get<false>(p, unit, p.num_heads, kBm, b, h, m);
+         unit += gridDim.x, ++unit_iter) {
+      const UnitTiles u(p, b, m);
+      const BwdVisibility& vis = u.vis;
+      const SeqGeom& sg = u.sg;
+      const int wrow0 = u.m0 + 64 * wg;                  // this warpgroup's first row
+      const int row_r = wrow0 + warp * 16 + lane / 4;  // this thread's accumulator row 0
+
+      // lse2 and D of this thread's two rows (D from pass 1, in dq); read
+      // while the producer loads Q, dO.
+      float lse2[2], dd[2];
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        const int i = row_r + 8 * hh;
+        lse2[hh] = CUDART_INF_F;
+        dd[hh] = 0.f;
+        if (i < sg.lq) {
+          const int64_t r = sg.q_row0 + i;
+          constexpr float kLog2e = 1.4426950408889634f;
+          lse2[hh] = __fmul_rn(
+              p.lse[b * p.lse_batch_stride + r * p.lse_row_stride + h * p.lse_head_stride], kLog2e);
+          dd[hh] = *reinterpret_cast<const float*>(static_cast<const uint16_t*>(p.dq) +
+                                                   b * p.dq_batch_stride + r * p.dq_row_stride +
+                                                   h * p.dq_head_stride);
+        }
+      }
+      // The keys this warpgroup's rows see (other tiles add exact zeros),
+      // and the keys this thread's two rows see (masks of the raw path).
+      int w_lo, w_hi;
+      vis.keys_of_rows(wrow0, wrow0 + 63, w_lo, w_hi);
+      int klo[2], khi[2];
+      vis.keys_of_row(row_r, klo[0], khi[0]);
+      vis.keys_of_row(row_r + 8, klo[1], khi[1]);
+
+      float acc[kAccRegs];
+#pragma unroll
+      for (int i = 0; i < kAccRegs; ++i) acc[i] = 0.f;
+
+      mbar_wait(sm.q_full(), unit_iter & 1);  // Q, dO landed
+      for (int t = 0; t < u.n_tiles; ++t, ++tile_iter) {
+        const int s = tile_iter % kS;
+        mbar_wait(sm.kv_full(s), (tile_iter / kS) & 1);  // K, V of tile t landed
+        const int k0 = (u.n_lo + t) * kBn;
+        if (w_hi >= w_lo && w_hi >= k0 && w_lo <= k0 + kBn - 1) {
+          const bool full = vis.all_visible(wrow0, 64, k0, kBn);
+          const uint32_t q_addr = smem_addr(sm.q()) + 64 * wg * kRow;
+          const uint32_t do_addr = smem_addr(sm.dout()) + 64 * wg * kRow;
+          const uint32_t k_addr = smem_addr(sm.k(s));
+          const uint32_t v_addr = smem_addr(sm.v(s));
+          float st[kSRegs];
+          float dpt[kSRegs];
+          uint32_t af[kBn / 16][4];
+          // gemm Q_wg * K^T -> S (group 1); gemm dO_wg * V^T -> dP (group 2)
+          issue_ss<kBn, kD, Cfg::kBf16>(st, q_addr, kBm * kRow, k_addr, kBn * kRow);
+          issue_ss<kBn, kD, Cfg::kBf16>(dpt, do_addr, kBm * kRow, v_addr, kBn * kRow);
+          // Element e = 4c + 2hh + jj: row row_r + 8hh, key k0 + 8c + 2q4 + jj.
+          if (score.raw) {
+            // Raw exponent form: P while dP still runs; masks by selects
+            // on tiles that are not fully visible (v2, same operations).
+            auto body = [&](auto masked) {
+              constexpr bool kMasked = decltype(masked)::value;
+              auto visible = [&](int e) -> bool {
+                if constexpr (!kMasked) {
+                  return true;
+                } else {
+                  const int j = k0 + 8 * (e / 4) + 2 * q4 + (e % 2), hh = (e / 2) % 2;
+                  return (j >= klo[hh]) & (j <= khi[hh]);
+                }
+              };
+              wgmma_wait<1>();
+              fence_regs(st);
+#pragma unroll
+              for (int e = 0; e < kSRegs; ++e) {
+                const float pv =
+                    exp2_approx(__fmaf_rn(st[e], score.scale_log2, -lse2[(e / 2) % 2]));
+                st[e] = visible(e) ? pv : 0.f;
+              }
+              wgmma_wait<0>();
+              fence_regs(dpt);
+#pragma unroll
+              for (int e = 0; e < kSRegs; ++e) {
+                const float g = __fmul_rn(st[e], __fsub_rn(dpt[e], dd[(e / 2) % 2]));
+                dpt[e] = visible(e) ? g : 0.f;
+              }
+            };
+            if (full)
+              body(std::false_type{});
+            else
+              body(std::true_type{});
+          } else {
+            wgmma_wait<0>();
+            fence_regs(st);
+            fence_regs(dpt);
+#pragma unroll
+            for (int e = 0; e < kSRegs; ++e) {
+              const int c = e / 4, hh = (e / 2) % 2, jj = e % 2;
+              float g = 0.f;
+              if (full || vis.visible(row_r + 8 * hh, k0 + 8 * c + 2 * q4 + jj)) {
+                const float pv = score.p(st[e], lse2[hh]);
+                g = score.g(pv, dpt[e], dd[hh], st[e]);
+              }
+              dpt[e] = g;
+            }
+          }
+          pack_a<kBn, Cfg::kBf16>(dpt, af);
+          // gemm round(G) * K -> dQ (group 3)
+          issue_rs<kBn, kD, Cfg::kBf16>(acc, af, k_addr, kBn * kRow);
+          wgmma_wait<0>();
+          fence_regs(acc);
+          fence_regs(af);
+        }
+        __syncwarp();  // every lane's reads of stage s before lane 0's release
+        if (lane == 0) mbar_arrive(sm.kv_empty(s));  // release K, V of stage s
+      }
+      __syncwarp();
+      if (lane == 0) mbar_arrive(sm.q_empty());  // release Q, dO
+
+      // dq = round(scale * dQ). Overwrites D of the same rows, read above by
+      // this thread only, and by pass 2, which has finished.
+#pragma unroll
+      for (int hh = 0; hh < 2; ++hh) {
+        const int i = row_r + 8 * hh;
+        if (i >= sg.lq) continue;
+        uint16_t* row = static_cast<uint16_t*>(p.dq) + b * p.dq_batch_stride +
+                        int64_t(sg.q_row0 + i) * p.dq_row_stride + h * p.dq_head_stride;
+#pragma unroll
+        for (int c = 0; c < kD / 8; ++c)
+          *reinterpret_cast<uint32_t*>(row + 8 * c + 2 * q4) =
+              pack2<Cfg::kBf16>(__fmul_rn(p.softmax_scale, acc[4 * c + 2 * hh]),
+                                __fmul_rn(p.softmax_scale, acc[4 * c + 2 * hh + 1]));
+      }
+    }
+  }
+};
+
+template <class Cfg>
+__global__ void __launch_bounds__(Cfg::kDqTmaThreads, 1)
+    attention_bwd_dq_tma_sm90_kernel(const __grid_constant__ AttentionBwdParams p,
+                                     const __grid_constant__ BwdMaps maps) {
+  extern __shared__ uint8_t smem_raw[];
+  using K = DqTmaKernel<Cfg>;
+  const typename K::Smem sm{reinterpret_cast<uint8_t*>(
+      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023))};
+  if (threadIdx.x == 0) {
+    mbar_init(sm.q_full(), 1);
+    mbar_init(sm.q_empty(), K::kConsumerWarps);
+    for (int s = 0; s < K::kS; ++s) {
+      mbar_init(sm.kv_full(s), 1);
+      mbar_init(sm.kv_empty(s), K::kConsumerWarps);
+    }
+    fence_barrier_init();
+  }
+  __syncthreads();  // the only CTA-wide barrier: barriers initialised
+  if (threadIdx.x >= K::kConsumerThreads)
+    K::producer(p, maps, sm);
+  else
+    K::consumer(p, sm);
+}
+
+}  // namespace samebits::cuda::sm90::bwd
