@@ -17,15 +17,20 @@
 //
 // Barriers (shared memory, BwdConfig::kDkdvTmaBarriers):
 //   kv_full       producer -> consumers: K_n, V_n of the unit landed.
-//                 1 arrival (+ transaction bytes, or after a hand load)
-//   kv_empty      consumers -> producer: every consumer warp finished the
-//                 unit, K and V may be overwritten. 8 arrivals
+//                 32 arrivals, every producer lane after its own stores
+//                 (lane 0's carries the TMA transaction bytes)
+//   kv_empty      consumers -> producer: every consumer thread finished the
+//                 unit, K and V may be overwritten. 256 arrivals
 //   q_full[s]     producer -> consumers: Q, dO (TMA or by hand) and lse, D
 //                 (by hand: strided f32 vectors, not a tile) of a query
-//                 tile in stage s. 1 arrival by lane 0 after the warp's
-//                 stores (__syncwarp first), with the TMA bytes expected
-//   q_empty[s]    consumers -> producer: every consumer warp is done with
-//                 stage s (its tile ended with wgmma_wait<0>). 8 arrivals
+//                 tile in stage s. 32 arrivals, every producer lane after
+//                 its own stores (lane 0's with the TMA bytes expected)
+//   q_empty[s]    consumers -> producer: every consumer thread is done with
+//                 stage s (its tile ended with wgmma_wait<0>; its shared
+//                 loads of lse, D, P^T are before its arrival). 256 arrivals
+// Every thread that touches a stage with generic loads or stores arrives
+// itself: an arrive releases only its own thread's accesses, so no
+// __syncwarp + one-lane hand-off is relied on.
 //   named barrier 1   (v2) dV warpgroup -> dK warpgroup: P^T written
 //   named barrier 2   dK warpgroup -> dV warpgroup: P^T read, it may be
 //                 rewritten (v2 had the per-tile __syncthreads for this).
@@ -155,11 +160,12 @@ struct DkdvTmaKernel {
           sm.dd(s)[r] = dd;
         }
         if (m0 + kBm <= u.sg.lq) {
-          __syncwarp();  // the warp's lse, D stores before lane 0's release
           if (lane == 0) {
             mbar_arrive_expect_tx(bars.q_full(s), 2 * Cfg::kQTileBytes);
             tma_tile<kBm>(sm.q(s), &maps.q, bars.q_full(s), u.sg.q_row0 + m0, h, qb);
             tma_tile<kBm>(sm.dout(s), &maps.dout, bars.q_full(s), u.sg.q_row0 + m0, h, qb);
+          } else {
+            mbar_arrive(bars.q_full(s));  // this lane's lse, D stores
           }
         } else {
           const int64_t row0 = u.sg.q_row0 + m0;
@@ -170,8 +176,7 @@ struct DkdvTmaKernel {
           load_by_hand<kBm>(sm.q(s), qs, p.q_row_stride, u.sg.lq - m0, lane);
           load_by_hand<kBm>(sm.dout(s), ds, p.do_row_stride, u.sg.lq - m0, lane);
           fence_proxy_async_smem();  // generic stores -> wgmma's async proxy
-          __syncwarp();
-          if (lane == 0) mbar_arrive(bars.q_full(s));
+          mbar_arrive(bars.q_full(s));
         }
         ++tile_iter;
       };
@@ -191,6 +196,8 @@ struct DkdvTmaKernel {
           mbar_arrive_expect_tx(bars.kv_full(), 2 * Cfg::kKVBytes);
           tma_tile<kBn>(sm.k(), &maps.k, bars.kv_full(), u.sg.k_row0 + u.k0, g, kb);
           tma_tile<kBn>(sm.v(), &maps.v, bars.kv_full(), u.sg.k_row0 + u.k0, g, kb);
+        } else {
+          mbar_arrive(bars.kv_full());
         }
       } else {
         // The block that crosses lk: keys >= lk zero.
@@ -202,8 +209,7 @@ struct DkdvTmaKernel {
         load_by_hand<kBn>(sm.k(), ks, p.k_row_stride, u.sg.lk - u.k0, lane);
         load_by_hand<kBn>(sm.v(), vs, p.v_row_stride, u.sg.lk - u.k0, lane);
         fence_proxy_async_smem();
-        __syncwarp();
-        if (lane == 0) mbar_arrive(bars.kv_full());
+        mbar_arrive(bars.kv_full());
       }
 
       for (int t = early; t < u.n_tiles; ++t) load_q(t);
@@ -246,12 +252,9 @@ struct DkdvTmaKernel {
                                                    tid % 128, acc_dv, acc_dk);
         else
           V2::template tile<kDV, kDK>(sm, s, score, u.vis, m0, key0, lane, warp, acc_dv, acc_dk);
-        // Every lane's reads of stage s (lse, D, P^T) before lane 0's release.
-        __syncwarp();
-        if (lane == 0) mbar_arrive(bars.q_empty(s));  // release stage s
+        mbar_arrive(bars.q_empty(s));  // release stage s (this thread's reads)
       }
-      __syncwarp();
-      if (lane == 0) mbar_arrive(bars.kv_empty());  // release K_n, V_n
+      mbar_arrive(bars.kv_empty());  // release K_n, V_n
 
       const int key_r = key0 + warp * 16 + lane / 4;
       if constexpr (kDV)
@@ -278,11 +281,11 @@ __global__ void __launch_bounds__(Cfg::kDkdvTmaThreads, 1)
   // Warpgroup index, warp-uniform (shuffled from lane 0) for the role branch.
   const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
   if (threadIdx.x == 0) {
-    mbar_init(bars.kv_full(), 1);
-    mbar_init(bars.kv_empty(), K::kConsumerWarps);
+    mbar_init(bars.kv_full(), 32);
+    mbar_init(bars.kv_empty(), K::kConsumerWarps * 32);
     for (int s = 0; s < K::kS; ++s) {
-      mbar_init(bars.q_full(s), 1);
-      mbar_init(bars.q_empty(s), K::kConsumerWarps);
+      mbar_init(bars.q_full(s), 32);
+      mbar_init(bars.q_empty(s), K::kConsumerWarps * 32);
     }
     fence_barrier_init();
   }
