@@ -18,8 +18,8 @@ past N (N = 520):
     every M bucket).
 Negative control: forcing an entry that does not exist must fail with the
 library's error (a build that lacks an entry cannot pass vacuously).
-The last line printed is `PASSED <comma-separated entries>`, the input of
-bench_dense.py --tile-list.
+After each entry it prints `PASSED <comma-separated entries so far>`; the
+last such line is the input of bench_dense.py --tile-list.
 """
 
 from __future__ import annotations
@@ -136,6 +136,7 @@ def main():
               flush=True)
         if ok:
             passed.append(entry)
+        print("PASSED " + ",".join(passed), flush=True)  # cumulative: an outer timeout keeps what passed
     out["passed"] = passed
     out["seconds"] = round(time.time() - t0, 1)
     with open(args.out, "w") as f:
