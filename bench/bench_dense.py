@@ -46,7 +46,8 @@ RESULTS: dict = {"invariance": {}, "hash": {}, "accuracy": {}, "mode": {}, "gemm
                  "gemm_tiles": []}
 # Every entry of src/cuda/dense/gemm_tile_configs.h, forced through
 # SAMEBITS_GEMM_TILE (read by the library on every call).
-GEMM_TILES = ["64x32", "64x64", "64x128", "64x256", "128x128", "128x256", "64x128c2"]
+GEMM_TILES = ["64x32", "64x64", "64x128", "64x256", "128x128", "128x256", "64x128c2", "128x256m2", "128x128m2",
+              "128x128pp", "128x128ppm2"]
 
 
 class forced_tile:
@@ -463,10 +464,19 @@ def main():
     ap.add_argument("--skip-bench", action="store_true")
     ap.add_argument("--gemm-only", action="store_true", help="GEMM checks and benchmarks only")
     ap.add_argument("--tiles", action="store_true", help="also time every tile-table entry")
+    ap.add_argument("--tile-list", default=None,
+                    help="comma-separated tile entries to force (default: all of GEMM_TILES); "
+                         "bench/gemm_tile_smoke.py prints the entries that passed")
     ap.add_argument("--skip-checks", action="store_true", help="speed only: no invariance / hash / accuracy / mode")
     ap.add_argument("--rows-only", action="store_true",
                     help="row ops only (RMSNorm, softmax, sum/mean): invariance, hashes, accuracy, speed")
     args = ap.parse_args()
+    if args.tile_list is not None:
+        unknown = [t for t in args.tile_list.split(",") if t and t not in GEMM_TILES]
+        if unknown:
+            ap.error(f"--tile-list: unknown entries {unknown}; known: {GEMM_TILES}")
+        GEMM_TILES[:] = [t for t in args.tile_list.split(",") if t]
+        RESULTS["tile_list"] = list(GEMM_TILES)
     RESULTS["device"] = torch.cuda.get_device_name()
     RESULTS["torch"] = torch.__version__
     t0 = time.time()

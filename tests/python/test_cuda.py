@@ -146,3 +146,36 @@ def test_compiled_training_step_equals_eager():
     other = step(copy.deepcopy(base), x2, g, False)
     assert not all(torch.equal(a, b) for a, b in zip(eager, other))
     torch._dynamo.reset()
+
+
+# Every entry of the GEMM tile table (src/cuda/dense/gemm_tile_configs.h;
+# the same list as bench/bench_dense.py's GEMM_TILES), forced through
+# SAMEBITS_GEMM_TILE: the bits of the default choice, for rows alone and in a
+# batch. Shapes with partial M, N and K tiles, M = 1 and 300 (the second CTA
+# of a 2-CTA cluster past M) and N = 520 (a multicast B half past N).
+GEMM_TILES = ["64x32", "64x64", "64x128", "64x256", "128x128", "128x256", "64x128c2", "128x256m2", "128x128m2",
+              "128x128pp", "128x128ppm2"]
+
+
+@pytest.mark.parametrize("tile", GEMM_TILES)
+def test_gemm_tile_entry_gives_default_bits(tile, monkeypatch):
+    from samebits import dense as D
+
+    g = torch.Generator().manual_seed(5)
+    x = torch.randn(605, 1000, generator=g).to(torch.bfloat16).cuda()
+    w = (torch.randn(520, 1000, generator=g) / 32).to(torch.bfloat16).cuda()
+    bias = torch.randn(520, generator=g).to(torch.bfloat16).cuda()
+    full = D.linear(x, w, bias)
+    monkeypatch.setenv("SAMEBITS_GEMM_TILE", tile)
+    for M in (1, 7, 300, 600):
+        for off in (0, 5):
+            assert torch.equal(D.linear(x[off:off + M], w, bias), full[off:off + M]), (tile, M, off)
+
+
+def test_gemm_unknown_tile_entry_is_an_error(monkeypatch):
+    from samebits import dense as D
+
+    x = torch.randn(8, 64, device="cuda", dtype=torch.bfloat16)
+    monkeypatch.setenv("SAMEBITS_GEMM_TILE", "no_such_tile")
+    with pytest.raises(ValueError, match="unknown tile entry"):
+        D.linear(x, x)

@@ -4,7 +4,14 @@
 // consumer warpgroups (64 output rows x WN columns each). A persistent grid of
 // min(tiles, kCtasPerSm * SMs) CTAs walks the output tiles with a static stride; the
 // producer runs ahead across tile boundaries, so the next tile's loads overlap
-// this tile's epilogue. Included by the one-configuration .cu files only.
+// this tile's epilogue. With Cfg::kClusterM = 2 the grid is made of 2-CTA
+// clusters: a cluster walks (2 BM) x BN tiles, its CTA of rank r computes the
+// m tile 2 mt + r, and B is multicast (gemm_mainloop_sm90_tma_wgmma.cuh).
+// Cfg::kPingPong: the two consumer warpgroups take the CTA's tiles in turn
+// (consumer 0 the even ones of its sequence, consumer 1 the odd ones), each
+// computing the whole tile, so that one's epilogue overlaps the other's
+// mainloop. Their mainloops take turns through order[2] (below).
+// Included by the one-configuration .cu files only.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -19,7 +26,9 @@ namespace samebits::cuda::dense::sm90 {
 
 // Tile scheduler: tile t -> (batch, m tile, n tile). Inside a batch, groups of
 // kGroupM m tiles are walked n-tile by n-tile, so the CTAs running at one time
-// share A rows and B columns in L2. Pure scheduling: BITS-FREE.
+// share A rows and B columns in L2. Tiles here are scheduling units: cluster
+// tiles of kClusterM * BM rows (p.m_tiles counts those). Pure scheduling:
+// BITS-FREE.
 constexpr int kGroupM = 8;
 struct TileCoord {
   int bz, mt, nt;
@@ -47,44 +56,96 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_wgmma
   ring.b = base + Cfg::kStages * Cfg::kABytes;
   ring.full = reinterpret_cast<uint64_t*>(ring.b + Cfg::kStages * Cfg::kBBytes);
   ring.empty = ring.full + Cfg::kStages;
+  ring.order = ring.empty + Cfg::kStages;
 
   const int wg = threadIdx.x / 128;
   if (threadIdx.x == 0) {
     for (int s = 0; s < Cfg::kStages; ++s) {
       mbar_init(&ring.full[s], 1);
-      mbar_init(&ring.empty[s], 4 * Cfg::kConsumers);
+      mbar_init(&ring.empty[s], 4 * Cfg::kReadersPerStage * Cfg::kClusterM);
+    }
+    if constexpr (Cfg::kPingPong) {
+      mbar_init(&ring.order[0], 4);  // lane 0 of each warp of consumer 1
+      mbar_init(&ring.order[1], 4);  // lane 0 of each warp of consumer 0
     }
     mbar_fence_init();
     tma_prefetch_desc(&p.tma_a);
     tma_prefetch_desc(&p.tma_b);
   }
-  __syncthreads();  // barriers initialised before anyone waits on them
+  // barriers initialised before anyone waits on them, or (cluster) before a
+  // peer CTA multicasts into this CTA's stages or arrives on its barriers
+  if constexpr (Cfg::kClusterM > 1) {
+    cluster_sync();
+  } else {
+    __syncthreads();
+  }
 
+  // cluster rank = blockIdx.x % kClusterM (1-D clusters of consecutive CTAs)
+  const uint32_t rank = Cfg::kClusterM > 1 ? cluster_ctarank() : 0;
+  const int64_t first = blockIdx.x / Cfg::kClusterM, stride = gridDim.x / Cfg::kClusterM;
   uint32_t it = 0;  // k tiles walked so far by this thread's role (see the ring protocol)
   if (wg == 0) {
     // producer warpgroup: one thread issues every TMA load
     if constexpr (Cfg::kSetMaxNreg) setmaxnreg_dec<40>();
     if (threadIdx.x == 0) {
-      for (int64_t t = blockIdx.x; t < p.tiles; t += gridDim.x) {
+      for (int64_t t = first; t < p.tiles; t += stride) {
         const TileCoord c = tile_coord(p, t);
-        produce_tile<Cfg>(p, ring, it, c.bz, c.mt, c.nt);
+        produce_tile<Cfg>(p, ring, it, c.bz, c.mt * Cfg::kClusterM + int(rank), c.nt, rank);
       }
     }
-  } else {
+  } else if constexpr (!Cfg::kPingPong) {
     if constexpr (Cfg::kSetMaxNreg) setmaxnreg_inc<232>();
     const int cm = (wg - 1) % Cfg::kConsumersM;  // rows cm*64 .. cm*64+63 of the tile
     const int cn = (wg - 1) / Cfg::kConsumersM;  // columns cn*WN .. cn*WN+WN-1
-    float acc[Cfg::WN / 2];
-    for (int64_t t = blockIdx.x; t < p.tiles; t += gridDim.x) {
+    float acc[1][Cfg::WN / 2];
+    for (int64_t t = first; t < p.tiles; t += stride) {
       const TileCoord c = tile_coord(p, t);
-      consume_tile<Cfg, kF16>(p, ring, it, cm, cn, acc);
-      store_tile<Cfg::WN>(p, acc, c.bz, int64_t(c.mt) * Cfg::BM + cm * 64, int64_t(c.nt) * Cfg::BN + cn * Cfg::WN);
+      const int64_t mt = int64_t(c.mt) * Cfg::kClusterM + rank;
+      consume_tile<Cfg, kF16>(p, ring, it, cm, cn, acc, [] {});
+      store_tile<Cfg::WN>(p, acc[0], c.bz, mt * Cfg::BM + cm * 64, int64_t(c.nt) * Cfg::BN + cn * Cfg::WN);
+    }
+  } else {
+    // Ping-pong. Consumer `me` takes the tiles l = me, me + 2, ... of this
+    // CTA's sequence and skips the other's k tiles in `it`. Turn-taking, so
+    // that a consumer never waits on a full[s] phase more than one ahead of
+    // the last one completed (a parity wait cannot tell phase q from q + 2):
+    //   order[me] completes when the other consumer has waited on every
+    //   stage of tile l - 1 (it arrives right after its last full[] wait,
+    //   before its epilogue); consumer `me` waits on it before tile l's
+    //   mainloop. order[me]'s phase q belongs to the other's q-th tile, that
+    //   is tile l - 1 = 2q + 1 - me.
+    if constexpr (Cfg::kSetMaxNreg) setmaxnreg_inc<232>();
+    const int me = wg - 1;
+    const bool signal = (threadIdx.x % 32) == 0;
+    float acc[Cfg::kFragsM][Cfg::WN / 2];
+    int64_t l = 0;  // index in this CTA's tile sequence
+    for (int64_t t = first; t < p.tiles; t += stride, ++l) {
+      if ((l & 1) != me) {  // the other consumer's tile
+        it += uint32_t(p.k_tiles);
+        continue;
+      }
+      if (l > 0) mbar_wait(&ring.order[me], uint32_t(((l - 2 + me) / 2) & 1));  // the other's tile l - 1 loaded
+      const TileCoord c = tile_coord(p, t);
+      const int64_t mt = int64_t(c.mt) * Cfg::kClusterM + rank;
+      consume_tile<Cfg, kF16>(p, ring, it, 0, 0, acc, [&] {
+        if (signal) mbar_arrive(&ring.order[me ^ 1]);  // the other consumer may start tile l + 1
+      });
+#pragma unroll
+      for (int f = 0; f < Cfg::kFragsM; ++f)
+        store_tile<Cfg::WN>(p, acc[f], c.bz, mt * Cfg::BM + f * 64, int64_t(c.nt) * Cfg::BN);
     }
   }
+  // a peer may still arrive on this CTA's empty barriers (its consumers
+  // release the last stages after this CTA's consumers are done): nobody
+  // leaves the cluster before everybody is done
+  if constexpr (Cfg::kClusterM > 1) cluster_sync();
 }
 
 // Host side of one configuration: raises the shared-memory limit (once per
-// device) and launches the persistent grid of min(tiles, kCtasPerSm * sms) CTAs.
+// device) and launches the persistent grid of min(tiles, kCtasPerSm * sms)
+// CTAs; for a cluster entry, min(tiles, co-resident clusters) clusters of
+// kClusterM CTAs (cudaOccupancyMaxActiveClusters, once per device: a GPC
+// need not hold an even number of free SMs).
 template <class Cfg, bool kF16>
 cudaError_t launch_gemm_tma_wgmma(const GemmTmaParams& p, int device, int sms, cudaStream_t stream) {
   auto kernel = gemm_tma_wgmma_kernel<Cfg, kF16>;
@@ -95,10 +156,37 @@ cudaError_t launch_gemm_tma_wgmma(const GemmTmaParams& p, int device, int sms, c
     if (e != cudaSuccess) return e;
     raised.fetch_or(bit, std::memory_order_relaxed);
   }
-  const int64_t slots = int64_t(sms) * Cfg::kCtasPerSm;
-  const int64_t grid = p.tiles < slots ? p.tiles : slots;
-  kernel<<<unsigned(grid), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p);
-  return cudaGetLastError();
+  if constexpr (Cfg::kClusterM == 1) {
+    const int64_t slots = int64_t(sms) * Cfg::kCtasPerSm;
+    const int64_t grid = p.tiles < slots ? p.tiles : slots;
+    kernel<<<unsigned(grid), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p);
+    return cudaGetLastError();
+  } else {
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = Cfg::kClusterM;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cudaLaunchConfig_t cfg = {};
+    cfg.blockDim = dim3(Cfg::kThreads);
+    cfg.dynamicSmemBytes = Cfg::kSmemBytes;
+    cfg.stream = stream;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    static std::atomic<int> max_clusters[64] = {};  // per device; 0: not asked yet
+    int clusters = max_clusters[device & 63].load(std::memory_order_relaxed);
+    if (clusters == 0) {
+      cfg.gridDim = dim3(unsigned(sms / Cfg::kClusterM * Cfg::kClusterM));
+      if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess || clusters < 1) {
+        (void)cudaGetLastError();  // clear the query's error; fall back to one cluster per kClusterM SMs
+        clusters = sms / Cfg::kClusterM > 0 ? sms / Cfg::kClusterM : 1;
+      }
+      max_clusters[device & 63].store(clusters, std::memory_order_relaxed);
+    }
+    const int64_t grid = p.tiles < clusters ? p.tiles : clusters;
+    cfg.gridDim = dim3(unsigned(grid * Cfg::kClusterM));
+    return cudaLaunchKernelEx(&cfg, kernel, p);
+  }
 }
 
 // One configuration .cu instantiates one (Cfg, dtype) pair of this.

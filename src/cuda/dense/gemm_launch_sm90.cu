@@ -118,41 +118,40 @@ void pack(Operand& o, bool kn, uint16_t* dst, cudaStream_t s) {
 }
 
 // SAMEBITS_GEMM_TILE=<name> forces one table entry (tests and benchmarks use
-// it to prove that every entry gives the same bits). Read on every call.
-bool forced_tile(GemmTile* t) {
+// it to prove that every entry gives the same bits). Read on every call. An
+// unknown name is an error, not a silent fallback to the default choice: a
+// check that forces an entry this build lacks must fail, not pass vacuously.
+sb_status forced_tile(GemmTile* t, bool* forced) {
+  *forced = false;
   const char* e = std::getenv("SAMEBITS_GEMM_TILE");
-  if (e == nullptr || *e == 0) return false;
-  for (int i = 0; i < int(GemmTile::kCount); ++i)
+  if (e == nullptr || *e == 0) return SB_OK;
+  std::string known;
+  for (int i = 0; i < int(GemmTile::kCount); ++i) {
     if (std::strcmp(e, gemm_tile_name(GemmTile(i))) == 0) {
       *t = GemmTile(i);
-      return true;
+      *forced = true;
+      return SB_OK;
     }
-  return false;
+    known += (i ? ", " : "") + std::string(gemm_tile_name(GemmTile(i)));
+  }
+  return fail(SB_INVALID_ARGUMENT, std::string("SAMEBITS_GEMM_TILE: unknown tile entry '") + e + "' (known: " + known + ")");
 }
 
 template <bool kF16>
 cudaError_t launch_tile(GemmTile t, GemmTmaParams& kp, int dev, int sms, cudaStream_t s) {
-  switch (t) {
-    case GemmTile::T64x32: return launch_gemm_tma_wgmma<Cfg64x32, kF16>(kp, dev, sms, s);
-    case GemmTile::T64x64: return launch_gemm_tma_wgmma<Cfg64x64, kF16>(kp, dev, sms, s);
-    case GemmTile::T64x128: return launch_gemm_tma_wgmma<Cfg64x128, kF16>(kp, dev, sms, s);
-    case GemmTile::T64x256: return launch_gemm_tma_wgmma<Cfg64x256, kF16>(kp, dev, sms, s);
-    case GemmTile::T128x128: return launch_gemm_tma_wgmma<Cfg128x128, kF16>(kp, dev, sms, s);
-    case GemmTile::T128x256: return launch_gemm_tma_wgmma<Cfg128x256, kF16>(kp, dev, sms, s);
-    default: return launch_gemm_tma_wgmma<Cfg64x128c2, kF16>(kp, dev, sms, s);
-  }
+  return visit_gemm_tile(t, [&](auto cfg) { return launch_gemm_tma_wgmma<decltype(cfg), kF16>(kp, dev, sms, s); });
 }
 
-int tile_bm(GemmTile t) { return t == GemmTile::T128x128 || t == GemmTile::T128x256 ? 128 : 64; }
-int tile_bn(GemmTile t) {
-  switch (t) {
-    case GemmTile::T64x32: return 32;
-    case GemmTile::T64x64: return 64;
-    case GemmTile::T64x128:
-    case GemmTile::T64x128c2:
-    case GemmTile::T128x128: return 128;
-    default: return 256;
-  }
+// What the host needs of an entry: the TMA box rows of A and B, and the rows
+// of one scheduling unit (a cluster tile: kClusterM CTA tiles along M).
+struct TileBoxes {
+  int a_rows, b_rows, sched_bm, bn;
+};
+TileBoxes tile_boxes(GemmTile t) {
+  return visit_gemm_tile(t, [](auto cfg) {
+    using Cfg = decltype(cfg);
+    return TileBoxes{Cfg::BM, Cfg::kBBoxRows, Cfg::BM * Cfg::kClusterM, Cfg::BN};
+  });
 }
 
 sb_status gemm_16bit(const sb_gemm_params& p) {
@@ -174,6 +173,11 @@ sb_status gemm_16bit(const sb_gemm_params& p) {
     a.ptr = b.ptr = reinterpret_cast<const void*>(reinterpret_cast<uintptr_t>(p.out) & ~uintptr_t(15));
   }
 
+  GemmTile tile;
+  bool forced = false;
+  if (sb_status fst = forced_tile(&tile, &forced); fst != SB_OK) return fst;
+  if (!forced) tile = pick_gemm_tile(p.m, p.n, p.batch, sms);
+
   void* scratch = nullptr;
   if (pack_a || pack_b) {
     const int64_t ld = packed_ld(p.k);
@@ -187,14 +191,13 @@ sb_status gemm_16bit(const sb_gemm_params& p) {
     if (pack_b) pack(b, kn, base + na_al, s);
   }
 
-  GemmTile tile;
-  if (!forced_tile(&tile)) tile = pick_gemm_tile(p.m, p.n, p.batch, sms);
-  const int bm = tile_bm(tile), bn = tile_bn(tile);
+  const TileBoxes tb = tile_boxes(tile);
+  const int bm = tb.sched_bm, bn = tb.bn;
 
   GemmTmaParams kp;
   std::memset(&kp, 0, sizeof(kp));
-  sb_status st = encode(&kp.tma_a, a, p.dtype, bm);
-  if (st == SB_OK) st = encode(&kp.tma_b, b, p.dtype, bn);
+  sb_status st = encode(&kp.tma_a, a, p.dtype, tb.a_rows);
+  if (st == SB_OK) st = encode(&kp.tma_b, b, p.dtype, tb.b_rows);
   if (st != SB_OK) {
     if (scratch != nullptr) cudaFreeAsync(scratch, s);
     return st;

@@ -5,10 +5,22 @@
 //   full[s]  (count 1): the producer arrives with expect_tx(A box + B box
 //            bytes); the TMA engine completes the bytes. Completes when stage
 //            s holds the k tile. Consumed by every consumer warpgroup.
-//   empty[s] (count 4 * kConsumers): lane 0 of every consumer warp arrives
-//            once its wgmma's that read stage s have completed (wait_group).
-//            Completes when nobody reads stage s any more; the producer then
-//            refills it.
+//   empty[s] (count 4 * kReadersPerStage * kClusterM): lane 0 of every
+//            consumer warp that reads stage s arrives once its wgmma's that
+//            read it have completed (wait_group). Completes when nobody reads
+//            stage s any more; the producer then refills it. (Ping-pong: one
+//            consumer warpgroup reads a stage, the one whose tile it holds.)
+// In a cluster (kClusterM = 2) a producer's B slice is multicast into stage
+// s of every CTA of the cluster, so stage s may be refilled only when the
+// consumers of EVERY CTA have released it: each consumer warp arrives on
+// empty[s] of every CTA of the cluster (its own included), and full[s] of a
+// CTA completes with its own A box plus all B slices, whichever CTA's TMA
+// wrote them. The CTAs of a cluster walk the same tiles (same n tile, same
+// k tiles), so their `it` sequences, stages and parities agree.
+// Boxes entirely outside the operand (the m tile of a cluster CTA past M,
+// or a B slice past N) are not loaded and not counted in full[s]'s bytes:
+// the stale shared memory they would have replaced only feeds output rows
+// >= M or columns >= N, which the epilogue does not store.
 // Both sides walk the same global sequence of k tiles (every tile of this CTA
 // in schedule order, k ascending inside a tile), `it` counting them: stage
 // it % kStages, phase parity (it / kStages) & 1. The producer waits on the
@@ -28,55 +40,96 @@ struct SmemRing {
   uint8_t* b;       // kStages x [BN rows][64 k]
   uint64_t* full;   // kStages
   uint64_t* empty;  // kStages
+  uint64_t* order;  // 2, ping-pong only: order[c] = "consumer c may start its next mainloop"
   __device__ uint8_t* a_stage(int s) const { return a + s * Cfg::kABytes; }
   __device__ uint8_t* b_stage(int s) const { return b + s * Cfg::kBBytes; }
 };
 
-// Producer (one thread): loads the k tiles of output tile (bz, mt, nt).
+// Producer (one thread): loads the k tiles of output tile (bz, mt, nt);
+// `rank` is this CTA's rank in its cluster (0 without clusters).
 template <class Cfg>
 __device__ __forceinline__ void produce_tile(const GemmTmaParams& p, const SmemRing<Cfg>& ring,
-                                             uint32_t& it, int bz, int mt, int nt) {
+                                             uint32_t& it, int bz, int mt, int nt, uint32_t rank) {
   const int za = p.a_batched ? bz : 0, zb = p.b_batched ? bz : 0;
+  uint32_t bytes = Cfg::kStageBytes;
+  bool a_live = true, b_live = true;
+  if constexpr (Cfg::kClusterM > 1) {
+    a_live = int64_t(mt) * Cfg::BM < p.m;
+    bytes = a_live ? Cfg::kABytes : 0;
+#pragma unroll
+    for (int r = 0; r < Cfg::kClusterM; ++r)  // every CTA's slice lands here
+      if (int64_t(nt) * Cfg::BN + r * Cfg::kBBoxRows < p.n) bytes += Cfg::kBBoxBytes;
+    b_live = int64_t(nt) * Cfg::BN + int64_t(rank) * Cfg::kBBoxRows < p.n;
+  }
   for (int kb = 0; kb < p.k_tiles; ++kb, ++it) {
     const int s = int(it % Cfg::kStages);
     const uint32_t parity = (it / Cfg::kStages) & 1;
-    mbar_wait(&ring.empty[s], parity ^ 1);  // consumers released stage s
-    mbar_arrive_expect_tx(&ring.full[s], Cfg::kStageBytes);
-    tma_load_3d(ring.a_stage(s), &p.tma_a, &ring.full[s], kb * kBK, mt * Cfg::BM, za);
-    tma_load_3d(ring.b_stage(s), &p.tma_b, &ring.full[s], kb * kBK, nt * Cfg::BN, zb);
+    mbar_wait(&ring.empty[s], parity ^ 1);  // consumers (of every cluster CTA) released stage s
+    mbar_arrive_expect_tx(&ring.full[s], bytes);
+    if (a_live) tma_load_3d(ring.a_stage(s), &p.tma_a, &ring.full[s], kb * kBK, mt * Cfg::BM, za);
+    if constexpr (Cfg::kClusterM == 1) {
+      tma_load_3d(ring.b_stage(s), &p.tma_b, &ring.full[s], kb * kBK, nt * Cfg::BN, zb);
+    } else if (b_live) {  // slice `rank` of B into stage s of every cluster CTA
+      tma_load_3d_multicast(ring.b_stage(s) + rank * Cfg::kBBoxBytes, &p.tma_b, &ring.full[s], kb * kBK,
+                            nt * Cfg::BN + int(rank) * Cfg::kBBoxRows, zb, uint16_t((1u << Cfg::kClusterM) - 1));
+    }
   }
 }
 
-// Consumer warpgroup (cm, cn): rows cm*64 .. cm*64+63 times columns
-// cn*WN .. cn*WN+WN-1 of the tile, into acc (the wgmma m64nWN fragment).
-// acc = +0; then for k tiles kb = 0, 1, ...: gemm A[:, kb*64 + 16j ..] *
-// B[kb*64 + 16j .., :] for j = 0..3, in that order, into acc.
-template <class Cfg, bool kF16>
-__device__ __forceinline__ void consume_tile(const GemmTmaParams& p, const SmemRing<Cfg>& ring,
-                                             uint32_t& it, int cm, int cn, float (&acc)[Cfg::WN / 2]) {
+// Consumer warp lane 0: stage s is no longer read by this warp (arrive on
+// empty[s] of every CTA of the cluster).
+template <class Cfg>
+__device__ __forceinline__ void release_stage(const SmemRing<Cfg>& ring, int s) {
+  if constexpr (Cfg::kClusterM == 1) {
+    mbar_arrive(&ring.empty[s]);
+  } else {
+#pragma unroll
+    for (int r = 0; r < Cfg::kClusterM; ++r) mbar_arrive_cluster(&ring.empty[s], uint32_t(r));
+  }
+}
+
+// Consumer warpgroup (cm, cn): rows (cm + f)*64 .. + 63, f < F, times
+// columns cn*WN .. cn*WN+WN-1 of the tile, into acc[f] (F wgmma m64nWN
+// fragments; F = kFragsM, 1 unless ping-pong). acc = +0; then for k tiles
+// kb = 0, 1, ...: gemm A[:, kb*64 + 16j ..] * B[kb*64 + 16j .., :] for
+// j = 0..3, in that order, into every acc[f]. `loads_done()` runs once the
+// last k tile's stage has been waited on (before the last wgmma's complete).
+template <class Cfg, bool kF16, int F, class LoadsDone>
+__device__ __forceinline__ void consume_tile(const GemmTmaParams& p, const SmemRing<Cfg>& ring, uint32_t& it,
+                                             int cm, int cn, float (&acc)[F][Cfg::WN / 2], LoadsDone loads_done) {
   using Mma = Wgmma<Cfg::WN, kF16>;
+  constexpr uint64_t kFragDesc = (64 * kBK * 2) >> 4;  // descriptor start-address units between fragments
   const bool signal = (threadIdx.x % 32) == 0;
 #pragma unroll
-  for (int i = 0; i < Cfg::WN / 2; ++i) acc[i] = 0.0f;
+  for (int f = 0; f < F; ++f)
+#pragma unroll
+    for (int i = 0; i < Cfg::WN / 2; ++i) acc[f][i] = 0.0f;
   for (int kb = 0; kb < p.k_tiles; ++kb, ++it) {
     const int s = int(it % Cfg::kStages);
     mbar_wait(&ring.full[s], (it / Cfg::kStages) & 1);  // stage s landed
     const uint64_t da = desc_k_major_sw128(smem_addr(ring.a_stage(s) + cm * 64 * kBK * 2));
     const uint64_t db = desc_k_major_sw128(smem_addr(ring.b_stage(s) + cn * Cfg::WN * kBK * 2));
-    fence_regs(acc);
+#pragma unroll
+    for (int f = 0; f < F; ++f) fence_regs(acc[f]);
     wgmma_fence();
 #pragma unroll
-    for (int j = 0; j < kBK / 16; ++j) Mma::mma(acc, da + 2 * j, db + 2 * j);  // +32 bytes per k16
+    for (int j = 0; j < kBK / 16; ++j)  // +32 bytes per k16
+#pragma unroll
+      for (int f = 0; f < F; ++f) Mma::mma(acc[f], da + f * kFragDesc + 2 * j, db + 2 * j);
     wgmma_commit();
-    fence_regs(acc);
+#pragma unroll
+    for (int f = 0; f < F; ++f) fence_regs(acc[f]);
     // the previous k tile's group is done: release its stage
     wgmma_wait<1>();
-    fence_regs(acc);
-    if (kb > 0 && signal) mbar_arrive(&ring.empty[(it - 1) % Cfg::kStages]);
+#pragma unroll
+    for (int f = 0; f < F; ++f) fence_regs(acc[f]);
+    if (kb > 0 && signal) release_stage<Cfg>(ring, int((it - 1) % Cfg::kStages));
   }
+  loads_done();
   wgmma_wait<0>();
-  fence_regs(acc);
-  if (p.k_tiles > 0 && signal) mbar_arrive(&ring.empty[(it - 1) % Cfg::kStages]);  // release the last stage
+#pragma unroll
+  for (int f = 0; f < F; ++f) fence_regs(acc[f]);
+  if (p.k_tiles > 0 && signal) release_stage<Cfg>(ring, int((it - 1) % Cfg::kStages));  // the last stage
 }
 
 }  // namespace samebits::cuda::dense::sm90

@@ -13,11 +13,11 @@ namespace samebits::cuda::dense::sm90 {
 
 struct GemmTmaParams {
   CUtensorMap tma_a;  // A as (k, m, batch), 16-bit, 64 x BM boxes, 128-byte swizzle
-  CUtensorMap tma_b;  // B as (k, n, batch) (the (n, k) layout), 64 x BN boxes
+  CUtensorMap tma_b;  // B as (k, n, batch) (the (n, k) layout), 64 x (BN / kClusterM) boxes
   int64_t m, n, k;
   int32_t batch;
   int32_t a_batched, b_batched;  // 1: z coordinate = batch index; 0: broadcast (z = 0)
-  int32_t m_tiles, n_tiles, k_tiles;
+  int32_t m_tiles, n_tiles, k_tiles;  // m_tiles: of kClusterM * BM rows (scheduling units)
   int64_t tiles;  // batch * m_tiles * n_tiles
   // epilogue: out = round(alpha * acc + beta * bias)
   void* out;

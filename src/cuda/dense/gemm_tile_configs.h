@@ -28,22 +28,40 @@ constexpr int kSmemBudget = 232448;  // sm90 opt-in dynamic shared memory per bl
 // along M share the B tile, warpgroups along N share the A tile. One more
 // warpgroup is the TMA producer. kCtasPerSm CTAs share one SM (the shared
 // memory budget is split; registers are capped by __launch_bounds__).
-template <int kConsumersM_, int kConsumersN_, int WN_, int kMaxStages_, int kCtasPerSm_ = 1>
+// kPingPong: instead, kConsumersM is the number of 64-row wgmma fragments
+// ONE consumer warpgroup holds (kConsumersN = 1), and two consumer
+// warpgroups each compute whole BM x BN tiles, taking the CTA's tiles in turn
+// (even / odd): one warpgroup's epilogue runs while the other's mainloop
+// keeps the tensor cores busy (the mainloops themselves take turns, see
+// gemm_kernel_sm90_tma_wgmma.cuh).
+// kClusterM > 1: a thread-block cluster of kClusterM CTAs on adjacent m
+// tiles of the same n tile; they need the same B tile, so each CTA loads
+// 1 / kClusterM of it (a box of BN / kClusterM rows) and the TMA multicasts
+// that slice into every CTA of the cluster: L2 -> SM traffic of B divided by
+// kClusterM. The scheduler then walks (kClusterM * BM) x BN cluster tiles.
+template <int kConsumersM_, int kConsumersN_, int WN_, int kMaxStages_, int kCtasPerSm_ = 1, int kClusterM_ = 1,
+          bool kPingPong_ = false>
 struct TileConfig {
+  static constexpr bool kPingPong = kPingPong_;
   static constexpr int kConsumersM = kConsumersM_, kConsumersN = kConsumersN_;
-  static constexpr int kConsumers = kConsumersM * kConsumersN;
+  static constexpr int kFragsM = kPingPong ? kConsumersM : 1;  // 64-row fragments per consumer warpgroup
+  static constexpr int kConsumers = kPingPong ? 2 : kConsumersM * kConsumersN;
+  static constexpr int kReadersPerStage = kPingPong ? 1 : kConsumers;  // consumer warpgroups reading one stage
   static constexpr int WN = WN_;
   static constexpr int BM = 64 * kConsumersM;
   static constexpr int BN = WN * kConsumersN;
   static constexpr int kCtasPerSm = kCtasPerSm_;
+  static constexpr int kClusterM = kClusterM_;
   static constexpr int kThreads = 128 * (kConsumers + 1);
   static constexpr int kABytes = BM * kBK * 2;  // one stage of A, 16-bit elements
   static constexpr int kBBytes = BN * kBK * 2;
+  static constexpr int kBBoxRows = BN / kClusterM;  // rows of B one CTA loads (and multicasts)
+  static constexpr int kBBoxBytes = kBBoxRows * kBK * 2;
   static constexpr int kStageBytes = kABytes + kBBytes;
   static constexpr int kBudget = kCtasPerSm == 1 ? kSmemBudget : (233472 / kCtasPerSm - 1024);
   static constexpr int kStagesFit = (kBudget - 2048) / kStageBytes;
   static constexpr int kStages = kStagesFit < kMaxStages_ ? kStagesFit : kMaxStages_;
-  static constexpr int kBarrierBytes = 2 * kStages * 8;
+  static constexpr int kBarrierBytes = 2 * kStages * 8 + 2 * 8;  // full, empty; ping-pong order[2]
   static constexpr int kSmemBytes = kStages * kStageBytes + kBarrierBytes + 1024;  // + 1024-byte alignment slack
   // setmaxnreg only where it pays and fits: 2 consumer warpgroups, 1 CTA/SM
   static constexpr bool kSetMaxNreg = kConsumers == 2 && kCtasPerSm == 1;
@@ -52,6 +70,11 @@ struct TileConfig {
   static_assert(kStages >= 2 && kSmemBytes <= kBudget, "pipeline does not fit in shared memory");
   static_assert(kABytes % 1024 == 0 && kBBytes % 1024 == 0 && (WN * kBK * 2) % 1024 == 0,
                 "stage buffers and warpgroup slices must keep 1024-byte swizzle-atom alignment");
+  static_assert(kClusterM == 1 || kClusterM == 2, "clusters of 1 or 2 CTAs");
+  static_assert(!kPingPong || (kConsumersN == 1 && kCtasPerSm == 1), "ping-pong: fragments along M only");
+  static_assert(kClusterM == 1 || kCtasPerSm == 1, "a cluster entry runs one CTA per SM");
+  static_assert(BN % kClusterM == 0 && kBBoxBytes % 1024 == 0,
+                "each multicast slice of B must keep 1024-byte swizzle-atom alignment");
 };
 
 // The table. Reasons (measured: docs/benchmarks_dense.md, bench_dense.py --tiles):
@@ -71,10 +94,23 @@ struct TileConfig {
 //   T64x128c2 2 CTAs per SM (4 stages each): one CTA's epilogue and pipeline
 //             fill overlap the other's mainloop; 128 < M <= 256 with many
 //             column tiles.
+//   T128x256m2, T128x128m2  the same CTA tiles in clusters of 2 CTAs along
+//             M, B multicast (L2 -> SM bytes per k tile: 128x256 48 -> 32
+//             KiB, 128x128 32 -> 24 KiB).
+//   T128x128pp  ping-pong: 2 consumer warpgroups, each a whole 128x128 tile
+//             (2 m64n128 fragments, 128 accumulator registers like
+//             128x256), alternating tiles, so each epilogue overlaps the
+//             other warpgroup's mainloop; T128x128ppm2 the same in 2-CTA
+//             clusters with B multicast (L2 -> SM bytes per flop of 128x256).
+//   The four entries above are staged for the next sweep: not yet timed, so
+//   pick_gemm_tile does not choose them (forced only).
 // Tried and dropped (2026-11-21 sweep): 64x32 as 4 consumer warpgroups of
 // m64n8 side by side along N (kConsumersN = 4): 0.6-0.9x the speed of 64x32,
 // so narrower wgmma N does not shorten the per-k16 latency at small M.
-enum class GemmTile : int { T64x32 = 0, T64x64, T64x128, T64x256, T128x128, T128x256, T64x128c2, kCount };
+enum class GemmTile : int {
+  T64x32 = 0, T64x64, T64x128, T64x256, T128x128, T128x256, T64x128c2, T128x256m2, T128x128m2, T128x128pp,
+  T128x128ppm2, kCount
+};
 
 using Cfg64x32 = TileConfig<1, 1, 32, 16>;
 using Cfg64x64 = TileConfig<1, 1, 64, 12>;
@@ -83,6 +119,10 @@ using Cfg64x256 = TileConfig<1, 1, 256, 5>;
 using Cfg128x128 = TileConfig<2, 1, 128, 7>;
 using Cfg128x256 = TileConfig<2, 1, 256, 4>;
 using Cfg64x128c2 = TileConfig<1, 1, 128, 4, 2>;
+using Cfg128x256m2 = TileConfig<2, 1, 256, 4, 1, 2>;
+using Cfg128x128m2 = TileConfig<2, 1, 128, 7, 1, 2>;
+using Cfg128x128pp = TileConfig<2, 1, 128, 7, 1, 1, true>;
+using Cfg128x128ppm2 = TileConfig<2, 1, 128, 7, 1, 2, true>;
 
 inline const char* gemm_tile_name(GemmTile t) {
   switch (t) {
@@ -92,7 +132,30 @@ inline const char* gemm_tile_name(GemmTile t) {
     case GemmTile::T64x256: return "64x256";
     case GemmTile::T128x128: return "128x128";
     case GemmTile::T128x256: return "128x256";
-    default: return "64x128c2";
+    case GemmTile::T64x128c2: return "64x128c2";
+    case GemmTile::T128x256m2: return "128x256m2";
+    case GemmTile::T128x128m2: return "128x128m2";
+    case GemmTile::T128x128pp: return "128x128pp";
+    default: return "128x128ppm2";
+  }
+}
+
+// Calls f(Cfg{}) with the configuration type of entry t (host and device
+// code alike derive the shapes from the type, never from a second table).
+template <class F>
+decltype(auto) visit_gemm_tile(GemmTile t, F&& f) {
+  switch (t) {
+    case GemmTile::T64x32: return f(Cfg64x32{});
+    case GemmTile::T64x64: return f(Cfg64x64{});
+    case GemmTile::T64x128: return f(Cfg64x128{});
+    case GemmTile::T64x256: return f(Cfg64x256{});
+    case GemmTile::T128x128: return f(Cfg128x128{});
+    case GemmTile::T128x256: return f(Cfg128x256{});
+    case GemmTile::T64x128c2: return f(Cfg64x128c2{});
+    case GemmTile::T128x256m2: return f(Cfg128x256m2{});
+    case GemmTile::T128x128m2: return f(Cfg128x128m2{});
+    case GemmTile::T128x128pp: return f(Cfg128x128pp{});
+    default: return f(Cfg128x128ppm2{});
   }
 }
 
