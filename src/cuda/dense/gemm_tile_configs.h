@@ -102,8 +102,12 @@ struct TileConfig {
 //             128x256), alternating tiles, so each epilogue overlaps the
 //             other warpgroup's mainloop; T128x128ppm2 the same in 2-CTA
 //             clusters with B multicast (L2 -> SM bytes per flop of 128x256).
-//   The four entries above are staged for the next sweep: not yet timed, so
-//   pick_gemm_tile does not choose them (forced only).
+//   Measured on an H100 (2026-11-21, bench/results/2026-11-21_h100_s3_gemm_v2):
+//   T128x128pp is chosen for 256 < M < 2048 with >= 1 wave of 128x128 tiles
+//   and no 3.5 waves of 128x256 (1.02-1.15x T128x128 there; slower below one
+//   wave, where a CTA has one tile and one consumer idles). The three cluster
+//   entries measured 0.1-0.5x cuBLAS, far below their unclustered twins, so
+//   they stay forced only (the cause is not found yet).
 // Tried and dropped (2026-11-21 sweep): 64x32 as 4 consumer warpgroups of
 // m64n8 side by side along N (kConsumersN = 4): 0.6-0.9x the speed of 64x32,
 // so narrower wgmma N does not shorten the per-k16 latency at small M.
@@ -173,6 +177,9 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
   if (m <= 128) return 4 * tiles(128, 128) >= 3 * s ? GemmTile::T128x128 : GemmTile::T64x64;
   if (m <= 256) return tiles(64, 128) > 2 * s ? GemmTile::T64x128c2 : GemmTile::T64x128;
   if (m >= 2048 || 2 * tiles(128, 256) >= 7 * s) return GemmTile::T128x256;  // >= 3.5 waves of 128x256
+  // Ping-pong needs two tiles per CTA to overlap anything: >= 1 wave of 128x128
+  // (H100 sweep of 2026-11-21, third session: 1.02-1.15x 128x128 there).
+  if (tiles(128, 128) >= s) return GemmTile::T128x128pp;
   if (2 * tiles(128, 128) >= s) return GemmTile::T128x128;  // >= 0.5 wave of 128x128
   return GemmTile::T64x128;
 }
