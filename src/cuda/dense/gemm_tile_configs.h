@@ -175,7 +175,12 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
     return m <= 32 ? GemmTile::T64x64 : GemmTile::T64x32;
   }
   if (m <= 128) return 4 * tiles(128, 128) >= 3 * s ? GemmTile::T128x128 : GemmTile::T64x64;
-  if (m <= 256) return tiles(64, 128) > 2 * s ? GemmTile::T64x128c2 : GemmTile::T64x128;
+  if (m <= 256) {
+    // 192 < M <= 256: 128-row tiles waste no more rows than 64-row ones, and
+    // ping-pong with >= 1 wave of them measured 1.09-1.18x 64x128c2 (H100).
+    if (m > 192 && tiles(128, 128) >= s) return GemmTile::T128x128pp;
+    return tiles(64, 128) > 2 * s ? GemmTile::T64x128c2 : GemmTile::T64x128;
+  }
   if (m >= 2048 || 2 * tiles(128, 256) >= 7 * s) return GemmTile::T128x256;  // >= 3.5 waves of 128x256
   // Ping-pong needs two tiles per CTA to overlap anything: >= 1 wave of 128x128
   // (H100 sweep of 2026-11-21, third session: 1.02-1.15x 128x128 there).
