@@ -18,6 +18,9 @@
 //   side (each row its own tree; one barrier pair serves them all) so that a
 //   thread has about 64 bytes of each input in flight.
 // - loop kernels (*_loop_kernel), longer rows: every pass re-reads the row.
+// - RMSNorm backward with dw, from kDwFusedMinRows rows: one kernel computes
+//   dx and the dw chunk partials from one read of x and dy
+//   (rmsnorm_bwd_fused_kernel); the split kernels give the same bits.
 // Loads and stores are 16-byte vectors when the row start is aligned (else
 // scalar accesses of the same elements, with the same arithmetic).
 #include <cuda_bf16.h>
