@@ -3,7 +3,8 @@ process (the variable is read on every call): bits and speed.
 
     SAMEBITS_LIBRARY=lib.so PYTHONPATH=python python bench/rows_sweep.py --out sweep.json
 
-For N in {1024, 2048, 4096, 8192, 16384} (bf16) and M in {4096, 16384}:
+For N in {1024, 2048, 4096, 8192, 16384} (bf16) and M in {1024, 2048, 4096,
+16384}:
 rms_norm forward (4 rows per CTA at N <= 4096 against 2), add_rms_norm
 (unchanged: a control), RMSNorm backward with dw (fused dx + dw against the
 dx kernel then the dw partial kernel) and without dw (unchanged: a control).
@@ -59,7 +60,7 @@ def main():
     g = torch.Generator(device=dev).manual_seed(11)
     t0 = time.time()
     for N in (1024, 2048, 4096, 8192, 16384):
-        for M in (4096, 16384):
+        for M in (1024, 2048, 4096, 16384):
             x = torch.randn(M, N, device=dev, dtype=torch.bfloat16, generator=g)
             r = torch.randn(M, N, device=dev, dtype=torch.bfloat16, generator=g)
             dy = torch.randn(M, N, device=dev, dtype=torch.bfloat16, generator=g)

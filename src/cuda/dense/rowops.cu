@@ -44,6 +44,11 @@ constexpr int kRowThreads = 256;  // BITS: shapes the per-row reduction tree
 constexpr int kWarps = kRowThreads / 32;
 constexpr int kChunk = SB_RMSNORM_DW_CHUNK;
 constexpr int kColThreads = 128;  // FREE: threads per CTA of the dw kernels
+// FREE: threads per CTA of the dw fold: one warp, so its cols threads (4096
+// at N = 4096) spread over 128 SMs rather than 32; the fold's loads are L2
+// hits bound by latency, and each SM keeps its 32 per thread in flight
+constexpr int kFoldThreads = 32;
+static_assert(kFoldThreads <= kColThreads, "the fold kernel's launch bounds");
 constexpr int kMaxRegVecs = 8;    // FREE: longest row kept in registers, in vectors per thread
 
 // FREE: rows per CTA of the register kernels, for NV vectors per thread of
@@ -605,11 +610,12 @@ __global__ void __launch_bounds__(kColThreads)
   }
 }
 
-// dw[j] = left fold of the chunk partials, chunk 0 first.
+// dw[j] = left fold of the chunk partials, chunk 0 first. One thread per
+// column, blockDim.x columns per CTA (kFoldThreads).
 template <class TW>
 __global__ void __launch_bounds__(kColThreads)
     rmsnorm_dw_fold_kernel(const __grid_constant__ sb_rmsnorm_backward_params p, int64_t chunks) {
-  const int64_t j = int64_t(blockIdx.x) * kColThreads + threadIdx.x;
+  const int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (j >= p.cols) return;
   float acc = 0.0f;
   // 32 loads in flight per thread: only cols threads exist, so the fold is
@@ -1108,8 +1114,8 @@ sb_status rmsnorm_backward(const sb_rmsnorm_backward_params& p) {
         });
       }
       if (fused) {
-        const unsigned fb = unsigned((p.cols + kColThreads - 1) / kColThreads);
-        rmsnorm_dw_fold_kernel<TW><<<fb, kColThreads, 0, s>>>(p, chunks);
+        const unsigned fb = unsigned((p.cols + kFoldThreads - 1) / kFoldThreads);
+        rmsnorm_dw_fold_kernel<TW><<<fb, kFoldThreads, 0, s>>>(p, chunks);
         return launched("rmsnorm_backward");
       }
       if (p.rows > 0 && p.cols > 0) {
@@ -1125,9 +1131,10 @@ sb_status rmsnorm_backward(const sb_rmsnorm_backward_params& p) {
       if (p.dw != nullptr && p.cols > 0) {
         const int64_t per_cta = int64_t(kColThreads) * Vec<T>::V;  // columns of a partial CTA
         const unsigned pb = unsigned((p.cols + per_cta - 1) / per_cta);
-        const unsigned fb = unsigned((p.cols + kColThreads - 1) / kColThreads);
+        const int ft = rows_legacy() ? kColThreads : kFoldThreads;  // legacy: the previous release's fold CTA
+        const unsigned fb = unsigned((p.cols + ft - 1) / ft);
         if (chunks > 0) rmsnorm_dw_partial_kernel<T><<<dim3(pb, unsigned(chunks)), kColThreads, 0, s>>>(p);
-        rmsnorm_dw_fold_kernel<TW><<<fb, kColThreads, 0, s>>>(p, chunks);
+        rmsnorm_dw_fold_kernel<TW><<<fb, ft, 0, s>>>(p, chunks);
       }
       return launched("rmsnorm_backward");
     });
