@@ -18,6 +18,9 @@
 //   side (each row its own tree; one barrier pair serves them all) so that a
 //   thread has about 64 bytes of each input in flight.
 // - loop kernels (*_loop_kernel), longer rows: every pass re-reads the row.
+// - RMSNorm backward with dw, from kDwFusedMinRows rows: one kernel computes
+//   dx and the dw chunk partials from one read of x and dy
+//   (rmsnorm_bwd_fused_kernel); the split kernels give the same bits.
 // Loads and stores are 16-byte vectors when the row start is aligned (else
 // scalar accesses of the same elements, with the same arithmetic).
 #include <cuda_bf16.h>
@@ -25,6 +28,8 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
+#include <cstring>
 #include <string>
 #include <type_traits>
 
@@ -39,6 +44,11 @@ constexpr int kRowThreads = 256;  // BITS: shapes the per-row reduction tree
 constexpr int kWarps = kRowThreads / 32;
 constexpr int kChunk = SB_RMSNORM_DW_CHUNK;
 constexpr int kColThreads = 128;  // FREE: threads per CTA of the dw kernels
+// FREE: threads per CTA of the dw fold: one warp, so its cols threads (4096
+// at N = 4096) spread over 128 SMs rather than 32; the fold's loads are L2
+// hits bound by latency, and each SM keeps its 32 per thread in flight
+constexpr int kFoldThreads = 32;
+static_assert(kFoldThreads <= kColThreads, "the fold kernel's launch bounds");
 constexpr int kMaxRegVecs = 8;    // FREE: longest row kept in registers, in vectors per thread
 
 // FREE: rows per CTA of the register kernels, for NV vectors per thread of
@@ -52,6 +62,16 @@ constexpr int kRowsPerCta = 4 / (NV * kInputs) >= 2 ? 2 : 1;
 // 32-64 KiB of loads in flight per SM whatever the row length.
 template <int NV, int kInputs>
 constexpr int kMinCtasPerSm = NV <= 2 ? 4 : (NV == 4 || kInputs == 1) ? 2 : 1;
+// FREE: rows per CTA of RMSNorm forward without a residual. kRowsPerCta
+// counts the inputs the kernel may load; a forward without a residual loads
+// x alone and then waits on the barrier and the weight like one with a
+// residual, so at kRowsPerCta<NV, 1> rows it has half the loads of
+// add_rms_norm in flight per CTA for the same fixed cost per CTA (measured
+// on the H100 at N = 4096: 0.80-0.84 of copy against add_rms_norm's 0.96).
+// These entries give it add_rms_norm's bytes per thread: 128 (4 rows of
+// 2 vectors at N = 4096 bf16; 2 rows of 4; 1 row of 8).
+template <int NV>
+constexpr int kRowsPerCtaNoRes = NV <= 2 ? 4 : NV == 4 ? 2 : 1;
 
 template <class T>
 struct Vec {
@@ -65,7 +85,7 @@ struct alignas(V * sizeof(E) >= 16 ? 16 : V * sizeof(E)) Pack {
   E e[V];
 };
 
-__device__ __forceinline__ bool aligned16(const void* p) {
+__host__ __device__ __forceinline__ bool aligned16(const void* p) {
   return (reinterpret_cast<uintptr_t>(p) & 15) == 0;
 }
 
@@ -199,15 +219,17 @@ __device__ __forceinline__ float block_max1(float v, float (*red)[kWarps]) {
 // before the same thread overwrites it. Only the weight, never an output, is
 // read after a store.
 
-template <class T, class TW, int NV>
+// R rows per CTA; kRes: the residual code is compiled in (used when
+// p.residual is set; the kRes = false form ignores p.residual).
+template <class T, class TW, int NV, int R, bool kRes>
 __global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 1>)
     rmsnorm_fwd_reg_kernel(const __grid_constant__ sb_rmsnorm_params p) {
-  constexpr int V = Vec<T>::V, R = kRowsPerCta<NV, 1>;
+  constexpr int V = Vec<T>::V;
   __shared__ float red[R][kWarps];
   const int64_t n = p.cols, r0 = int64_t(blockIdx.x) * R;
-  const bool has_res = p.residual != nullptr;
+  const bool has_res = kRes && p.residual != nullptr;
   const TW* w = static_cast<const TW*>(p.weight);
-  Pack<T, V> h[R][NV], rv[R][NV];
+  Pack<T, V> h[R][NV], rv[kRes ? R : 1][kRes ? NV : 1];
   // loads: x, residual
 #pragma unroll
   for (int i = 0; i < R; ++i) {
@@ -215,10 +237,12 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 1>)
     const T* x = static_cast<const T*>(p.x) + (r0 + i) * p.x_row_stride;
 #pragma unroll
     for (int c = 0; c < NV; ++c) h[i][c] = load_pack<T, V>(x, slot_j0<V>(c), ni, aligned16(x));
-    if (has_res) {
-      const T* res = static_cast<const T*>(p.residual) + (r0 + i) * p.residual_row_stride;
+    if constexpr (kRes) {
+      if (has_res) {
+        const T* res = static_cast<const T*>(p.residual) + (r0 + i) * p.residual_row_stride;
 #pragma unroll
-      for (int c = 0; c < NV; ++c) rv[i][c] = load_pack<T, V>(res, slot_j0<V>(c), ni, aligned16(res));
+        for (int c = 0; c < NV; ++c) rv[i][c] = load_pack<T, V>(res, slot_j0<V>(c), ni, aligned16(res));
+      }
     }
   }
   // h = round(x + residual), the rounded sum is normalized; sum of squares
@@ -230,13 +254,15 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 1>)
     for (int c = 0; c < NV; ++c) {
       const int64_t j0 = slot_j0<V>(c);
       if (j0 >= n) continue;  // the slot holds no element of the row
-      if (has_res) {
+      if constexpr (kRes) {
+        if (has_res) {
 #pragma unroll
-        for (int v = 0; v < V; ++v)
-          if (j0 + v < n) h[i][c].e[v] = from_float<T>(__fadd_rn(to_float(h[i][c].e[v]), to_float(rv[i][c].e[v])));
-        if (r0 + i < p.rows) {
-          T* ho = static_cast<T*>(p.residual_out) + (r0 + i) * p.residual_out_row_stride;
-          store_pack<T, V>(ho, j0, n, aligned16(ho), h[i][c]);
+          for (int v = 0; v < V; ++v)
+            if (j0 + v < n) h[i][c].e[v] = from_float<T>(__fadd_rn(to_float(h[i][c].e[v]), to_float(rv[i][c].e[v])));
+          if (r0 + i < p.rows) {
+            T* ho = static_cast<T*>(p.residual_out) + (r0 + i) * p.residual_out_row_stride;
+            store_pack<T, V>(ho, j0, n, aligned16(ho), h[i][c]);
+          }
         }
       }
 #pragma unroll
@@ -248,6 +274,39 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 1>)
   }
   block_sum<R>(ss, red);
   launder(h);
+  if constexpr (!kRes) {
+    // slot by slot, each weight vector used by the R rows then dropped (4
+    // registers live instead of 4 NV: no spills at R = 4 under the 64-register
+    // cap of kMinCtasPerSm); the same arithmetic per element as below
+    float rstd[R];
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      rstd[i] = __frcp_rn(__fsqrt_rn(__fadd_rn(__fdiv_rn(ss[i], float(n)), p.eps)));
+      if (p.rstd && threadIdx.x == 0 && r0 + i < p.rows) p.rstd[r0 + i] = rstd[i];
+    }
+#pragma unroll
+    for (int c = 0; c < NV; ++c) {
+      const int64_t j0 = slot_j0<V>(c);
+      if (j0 >= n) continue;
+      Pack<TW, V> wc;
+      if (w) wc = load_pack<TW, V>(w, j0, n, aligned16(w));
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        const int64_t r = r0 + i;
+        if (r >= p.rows) continue;
+        T* y = static_cast<T*>(p.y) + r * p.y_row_stride;
+        Pack<T, V> o;
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+          float a = __fmul_rn(to_float(h[i][c].e[v]), rstd[i]);
+          if (w) a = __fmul_rn(a, to_float(wc.e[v]));
+          o.e[v] = from_float<T>(a);
+        }
+        store_pack<T, V>(y, j0, n, aligned16(y), o);
+      }
+    }
+    return;
+  }
   // the weight (an L2 hit after the first CTAs) is loaded here, not held
   // across the barrier
   Pack<TW, V> wv[NV];
@@ -551,11 +610,12 @@ __global__ void __launch_bounds__(kColThreads)
   }
 }
 
-// dw[j] = left fold of the chunk partials, chunk 0 first.
+// dw[j] = left fold of the chunk partials, chunk 0 first. One thread per
+// column, blockDim.x columns per CTA (kFoldThreads).
 template <class TW>
 __global__ void __launch_bounds__(kColThreads)
     rmsnorm_dw_fold_kernel(const __grid_constant__ sb_rmsnorm_backward_params p, int64_t chunks) {
-  const int64_t j = int64_t(blockIdx.x) * kColThreads + threadIdx.x;
+  const int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
   if (j >= p.cols) return;
   float acc = 0.0f;
   // 32 loads in flight per thread: only cols threads exist, so the fold is
@@ -564,6 +624,179 @@ __global__ void __launch_bounds__(kColThreads)
   for (int64_t c = 0; c < chunks; ++c) acc = __fadd_rn(acc, p.workspace[c * p.cols + j]);
   static_cast<TW*>(p.dw)[j] = from_float<TW>(acc);
 }
+
+// ---------------------------------------------------------------- RMSNorm backward, dx + dw fused
+// One CTA per dw chunk (kChunk rows, aligned at row 0): it computes dx of the
+// chunk's rows exactly as rmsnorm_bwd_dx_reg_kernel does (the same per-row
+// tree) and, from the same x and dy values, the chunk's dw partial exactly as
+// rmsnorm_dw_partial_kernel does (one fp32 accumulator per column, rows added
+// in increasing order from +0). x and dy are read once instead of twice, and
+// the partials and the fold are unchanged, so dw keeps its bits.
+//
+// Loads: a thread copies its own slots (the elements it reduces) of x and dy
+// into shared memory with cp.async, kDwStages steps of kDwRows rows ahead,
+// one commit group per step. A thread reads back only what it copied itself,
+// so cp.async.wait_group orders producer and consumer and no barrier is
+// needed for the copies; the barriers are those of block_sum.
+
+// FREE: rows per step (side by side in one block_sum, as kRowsPerCta).
+template <int NV>
+constexpr int kDwRows = NV == 1 ? 2 : 1;
+// FREE: steps in flight, about 128 KiB of x and dy per CTA (192 KiB at NV = 8,
+// three rows of 64 KiB); one CTA per SM.
+template <int NV>
+constexpr int kDwStages = NV <= 2 ? 8 : NV == 4 ? 4 : 3;
+// FREE: the weight stays in registers for the whole chunk (else it is
+// reloaded where used): at NV = 8 the 64 dw accumulators and the weight do
+// not fit in 255 registers without spills.
+template <int NV>
+constexpr bool kDwHoldWeight = NV <= 4;
+// FREE: the fused kernel runs from this many rows on (kDwFusedMinRows / kChunk
+// CTAs); below it the split kernels (dx, then dw partials) spread fewer rows
+// over more SMs. Both give the same bits.
+constexpr int64_t kDwFusedMinRows = 1024;
+
+template <int NV>
+constexpr int dw_smem_bytes() {
+  return kDwStages<NV> * kDwRows<NV> * 2 * NV * kRowThreads * 16;
+}
+
+__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
+  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+}
+
+// Needs (checked on the host): cols % V == 0, x, dy 16-byte aligned, row
+// strides multiples of V, so every slot is one aligned 16-byte vector.
+template <class T, class TW, int NV>
+__global__ void __launch_bounds__(kRowThreads, 1)
+    rmsnorm_bwd_fused_kernel(const __grid_constant__ sb_rmsnorm_backward_params p) {
+  constexpr int V = Vec<T>::V, R = kDwRows<NV>, S = kDwStages<NV>, kSteps = kChunk / R;
+  static_assert(kChunk % R == 0, "a step never straddles two chunks");
+  static_assert(kChunk == 32, "rstd of the chunk's rows is spread over the 32 lanes of a warp");
+  extern __shared__ uint4 stage_buf[];  // [S][R][2 (x, dy)][NV][kRowThreads] 16-byte vectors
+  __shared__ float red[R][kWarps];
+  const int64_t n = p.cols, r0 = int64_t(blockIdx.x) * kChunk;
+  const int rows_here = int(min(int64_t(kChunk), p.rows - r0));
+  const int t = threadIdx.x;
+  const T* xb = static_cast<const T*>(p.x);
+  const T* dyb = static_cast<const T*>(p.dy);
+  const TW* w = static_cast<const TW*>(p.weight);
+  auto slot = [&](int stage, int i, int in, int c) -> uint4* {
+    return stage_buf + (((stage * R + i) * 2 + in) * NV + c) * kRowThreads + t;
+  };
+  // copies of step k (rows r0 + k*R ...) into stage k % S; one group per
+  // step, empty past the chunk, so group k is always the k-th committed
+  auto issue = [&](int k) {
+    if (k < kSteps) {
+#pragma unroll
+      for (int i = 0; i < R; ++i) {
+        const int64_t r = r0 + int64_t(k) * R + i;
+        if (r >= p.rows) continue;
+#pragma unroll
+        for (int c = 0; c < NV; ++c) {
+          const int64_t j0 = slot_j0<V>(c);
+          if (j0 >= n) continue;
+          cp_async16(slot(k % S, i, 0, c), xb + r * p.x_row_stride + j0);
+          cp_async16(slot(k % S, i, 1, c), dyb + r * p.dy_row_stride + j0);
+        }
+      }
+    }
+    cp_async_commit();
+  };
+#pragma unroll
+  for (int k = 0; k < S - 1; ++k) issue(k);
+  // rstd of row r0 + l in lane l
+  const float rs_lane = (t % 32) < rows_here ? p.rstd[r0 + t % 32] : 0.0f;
+  Pack<TW, V> wv[NV];  // held for the whole chunk, or (kDwHoldWeight false) reloaded per use, an L1 hit
+  if (kDwHoldWeight<NV> && w)
+#pragma unroll
+    for (int c = 0; c < NV; ++c) wv[c] = load_pack<TW, V>(w, slot_j0<V>(c), n, aligned16(w));
+  float acc[NV][V];  // the chunk's dw partial of this thread's columns
+#pragma unroll
+  for (int c = 0; c < NV; ++c)
+#pragma unroll
+    for (int v = 0; v < V; ++v) acc[c][v] = 0.0f;
+
+  for (int k = 0; k < kSteps && k * R < rows_here; ++k) {  // uniform over the CTA
+    issue(k + S - 1);  // refills the stage read in step k - 1 (by this thread only)
+    cp_async_wait<S - 1>();  // this thread's copies of step k have landed
+    // x and dy of row i, slot c: this thread's own copies (zero for a slot
+    // past the row, as load_pack gives); read before and again after the
+    // barrier rather than held across it
+    auto x_at = [&](int i, int c) { return *reinterpret_cast<const Pack<T, V>*>(slot(k % S, i, 0, c)); };
+    auto dy_at = [&](int i, int c) { return *reinterpret_cast<const Pack<T, V>*>(slot(k % S, i, 1, c)); };
+    float rstd[R];
+#pragma unroll
+    for (int i = 0; i < R; ++i) rstd[i] = __shfl_sync(0xffffffffu, rs_lane, (k * R + i) % 32);
+    // sum of g * xhat: rmsnorm_bwd_dx_reg_kernel's loop (a row past the
+    // chunk's end sums stale values; its result is not used)
+    float s[R];
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      s[i] = 0.0f;
+#pragma unroll
+      for (int c = 0; c < NV; ++c) {
+        const int64_t j0 = slot_j0<V>(c);
+        if (j0 >= n) continue;
+        const Pack<T, V> xv = x_at(i, c), dv = dy_at(i, c);
+        if (!kDwHoldWeight<NV> && w) wv[c] = load_pack<TW, V>(w, j0, n, aligned16(w));
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+          const float d = to_float(dv.e[v]);
+          const float g = (w && j0 + v < n) ? __fmul_rn(d, to_float(wv[c].e[v])) : d;
+          s[i] = __fadd_rn(s[i], __fmul_rn(g, __fmul_rn(to_float(xv.e[v]), rstd[i])));
+        }
+      }
+    }
+    block_sum<R>(s, red);
+    // dx (rmsnorm_bwd_dx_reg_kernel's epilogue) and dw, rows in increasing order
+#pragma unroll
+    for (int i = 0; i < R; ++i) {
+      if (k * R + i >= rows_here) continue;
+      const int64_t r = r0 + int64_t(k) * R + i;
+      const float mean_gx = __fdiv_rn(s[i], float(n));
+      T* dx = static_cast<T*>(p.dx) + r * p.dx_row_stride;
+#pragma unroll
+      for (int c = 0; c < NV; ++c) {
+        const int64_t j0 = slot_j0<V>(c);
+        if (j0 >= n) continue;
+        const Pack<T, V> xv = x_at(i, c), dv = dy_at(i, c);
+        if (!kDwHoldWeight<NV> && w) wv[c] = load_pack<TW, V>(w, j0, n, aligned16(w));
+        Pack<T, V> o;
+#pragma unroll
+        for (int v = 0; v < V; ++v) {
+          const float d = to_float(dv.e[v]);
+          const float g = w ? __fmul_rn(d, to_float(wv[c].e[v])) : d;
+          const float xh = __fmul_rn(to_float(xv.e[v]), rstd[i]);
+          o.e[v] = from_float<T>(__fmul_rn(rstd[i], __fsub_rn(g, __fmul_rn(xh, mean_gx))));
+          acc[c][v] = __fadd_rn(acc[c][v], __fmul_rn(d, xh));  // rmsnorm_dw_partial_kernel's term
+        }
+        store_pack<T, V>(dx, j0, n, aligned16(dx), o);
+      }
+    }
+  }
+  cp_async_wait<0>();  // nothing left in flight at exit (the groups past the rows are empty)
+  float* ws = p.workspace + int64_t(blockIdx.x) * n;
+#pragma unroll
+  for (int c = 0; c < NV; ++c) {
+    const int64_t j0 = slot_j0<V>(c);
+    if (j0 >= n) continue;
+#pragma unroll
+    for (int q = 0; q < V / 4; ++q) {  // float4 quarters of the V columns
+      Pack<float, 4> o;
+#pragma unroll
+      for (int v = 0; v < 4; ++v) o.e[v] = acc[c][4 * q + v];
+      store_pack<float, 4>(ws, j0 + 4 * q, n, aligned16(ws), o);
+    }
+  }
+}
+
 // ---------------------------------------------------------------- loop kernels
 // Rows longer than kMaxRegVecs vectors per thread: each pass re-reads the row.
 
@@ -801,6 +1034,25 @@ sb_status launched(const char* what) {
 
 bool grid_ok(int64_t rows) { return rows <= int64_t(0x7fffffff); }
 
+// SAMEBITS_ROWS_LEGACY=1: the launch shapes of the previous release
+// (RMSNorm forward at kRowsPerCta rows per CTA, RMSNorm backward's dw by the
+// split kernels at every size). Same bits either way; read on every call so
+// one process can time both.
+bool rows_legacy() {
+  const char* e = std::getenv("SAMEBITS_ROWS_LEGACY");
+  return e != nullptr && e[0] == '1';
+}
+
+// SAMEBITS_RMSNORM_DW_PATH=fused | split forces the dw path whatever the row
+// count (where the fused kernel applies), for the bitwise checks at small M.
+int dw_path_forced() {  // 1 fused, 2 split, 0 not forced
+  const char* e = std::getenv("SAMEBITS_RMSNORM_DW_PATH");
+  if (e == nullptr) return 0;
+  if (std::strcmp(e, "fused") == 0) return 1;
+  if (std::strcmp(e, "split") == 0) return 2;
+  return 0;
+}
+
 }  // namespace
 
 sb_status rmsnorm_forward(const sb_rmsnorm_params& p) {
@@ -813,10 +1065,15 @@ sb_status rmsnorm_forward(const sb_rmsnorm_params& p) {
       using TW = decltype(tw);
       return with_vecs(p.cols, Vec<T>::V, [&](auto nv) {
         constexpr int NV = decltype(nv)::value;
-        if constexpr (NV == 0)
+        if constexpr (NV == 0) {
           rmsnorm_fwd_loop_kernel<T, TW><<<unsigned(p.rows), kRowThreads, 0, s>>>(p);
-        else
-          rmsnorm_fwd_reg_kernel<T, TW, NV><<<row_grid(p.rows, kRowsPerCta<NV, 1>), kRowThreads, 0, s>>>(p);
+        } else if (p.residual != nullptr || rows_legacy()) {
+          constexpr int R = kRowsPerCta<NV, 1>;
+          rmsnorm_fwd_reg_kernel<T, TW, NV, R, true><<<row_grid(p.rows, R), kRowThreads, 0, s>>>(p);
+        } else {
+          constexpr int R = kRowsPerCtaNoRes<NV>;
+          rmsnorm_fwd_reg_kernel<T, TW, NV, R, false><<<row_grid(p.rows, R), kRowThreads, 0, s>>>(p);
+        }
         return launched("rmsnorm_forward");
       });
     });
@@ -833,6 +1090,34 @@ sb_status rmsnorm_backward(const sb_rmsnorm_backward_params& p) {
     using T = decltype(tx);
     return with_type(p.w_dtype, [&](auto tw) {
       using TW = decltype(tw);
+      constexpr int V = Vec<T>::V;
+      // dx and dw in one pass (rmsnorm_bwd_fused_kernel), where it applies
+      const int forced = dw_path_forced();
+      const bool fusable = p.dw != nullptr && p.rows > 0 && p.cols > 0 && p.cols % V == 0 &&
+                           aligned16(p.x) && aligned16(p.dy) && p.x_row_stride % V == 0 &&
+                           p.dy_row_stride % V == 0 && forced != 2 &&
+                           (forced == 1 || (!rows_legacy() && p.rows >= kDwFusedMinRows));
+      bool fused = false;
+      if (fusable) {
+        with_vecs(p.cols, V, [&](auto nv) {
+          constexpr int NV = decltype(nv)::value;
+          if constexpr (NV != 0) {
+            constexpr int smem = dw_smem_bytes<NV>();
+            // set on every call, like the attention launchers (per device)
+            if (cudaFuncSetAttribute(rmsnorm_bwd_fused_kernel<T, TW, NV>,
+                                     cudaFuncAttributeMaxDynamicSharedMemorySize, smem) == cudaSuccess) {
+              rmsnorm_bwd_fused_kernel<T, TW, NV><<<unsigned(chunks), kRowThreads, smem, s>>>(p);
+              fused = true;
+            }
+          }
+          return SB_OK;
+        });
+      }
+      if (fused) {
+        const unsigned fb = unsigned((p.cols + kFoldThreads - 1) / kFoldThreads);
+        rmsnorm_dw_fold_kernel<TW><<<fb, kFoldThreads, 0, s>>>(p, chunks);
+        return launched("rmsnorm_backward");
+      }
       if (p.rows > 0 && p.cols > 0) {
         with_vecs(p.cols, Vec<T>::V, [&](auto nv) {
           constexpr int NV = decltype(nv)::value;
@@ -846,9 +1131,10 @@ sb_status rmsnorm_backward(const sb_rmsnorm_backward_params& p) {
       if (p.dw != nullptr && p.cols > 0) {
         const int64_t per_cta = int64_t(kColThreads) * Vec<T>::V;  // columns of a partial CTA
         const unsigned pb = unsigned((p.cols + per_cta - 1) / per_cta);
-        const unsigned fb = unsigned((p.cols + kColThreads - 1) / kColThreads);
+        const int ft = rows_legacy() ? kColThreads : kFoldThreads;  // legacy: the previous release's fold CTA
+        const unsigned fb = unsigned((p.cols + ft - 1) / ft);
         if (chunks > 0) rmsnorm_dw_partial_kernel<T><<<dim3(pb, unsigned(chunks)), kColThreads, 0, s>>>(p);
-        rmsnorm_dw_fold_kernel<TW><<<fb, kColThreads, 0, s>>>(p, chunks);
+        rmsnorm_dw_fold_kernel<TW><<<fb, ft, 0, s>>>(p, chunks);
       }
       return launched("rmsnorm_backward");
     });
