@@ -85,7 +85,7 @@ sb_status check(const sb_attention_params& p) {
 }
 
 // The schedule of pass 1 (DecodeVariant, all FREE: they compute the same
-// bits). SAMEBITS_DECODE_VARIANT = 0..3 forces one, "auto" takes the shape
+// bits). SAMEBITS_DECODE_VARIANT = 0..5 forces one, "auto" takes the shape
 // rule below; unset: main's kernel (0). Read on every call, so a process
 // may switch between calls (a captured graph keeps the one it captured).
 int decode_variant(const sb_attention_params& p, int tiles_per_seq, int splits) {

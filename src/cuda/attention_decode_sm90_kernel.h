@@ -99,10 +99,17 @@ struct DecodeWork {
 template <class Cfg>
 __device__ __forceinline__ DecodeWork decode_work(const AttentionDecodeParams& p) {
   DecodeWork w;
-  w.split = blockIdx.x;
-  w.tile = blockIdx.y;
-  w.b = blockIdx.z / p.num_heads_k;
-  w.hk = blockIdx.z % p.num_heads_k;
+  if constexpr (Cfg::kHeadMajor) {  // grid (max_splits * Hk, tiles, batch)
+    w.split = blockIdx.x / p.num_heads_k;
+    w.hk = blockIdx.x % p.num_heads_k;
+    w.tile = blockIdx.y;
+    w.b = blockIdx.z;
+  } else {  // grid (max_splits, tiles, batch * Hk)
+    w.split = blockIdx.x;
+    w.tile = blockIdx.y;
+    w.b = blockIdx.z / p.num_heads_k;
+    w.hk = blockIdx.z % p.num_heads_k;
+  }
   w.lk = decode_keys(p, w.b);
   w.r_begin = w.tile * Cfg::kBlockM;
   w.r_end = min(w.r_begin + Cfg::kBlockM, p.q_count * p.head_group);

@@ -28,17 +28,27 @@ sb_status launch_split(const AttentionDecodeParams& params, cudaStream_t stream)
     if (dev >= 64 || !(done_devices >> dev & 1)) {
       cudaError_t err = cudaFuncSetAttribute(split_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              Cfg::kSmemBytes);
+      // Two CTAs per SM need the whole carveout as shared memory (a hint
+      // the driver may otherwise resolve toward more L1, which a TMA
+      // stream does not use).
+      if (err == cudaSuccess && Cfg::kCtasPerSm > 1)
+        err = cudaFuncSetAttribute(split_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                   cudaSharedmemCarveoutMaxShared);
       if (err != cudaSuccess)
         return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: cudaFuncSetAttribute: ") +
                                        cudaGetErrorString(err));
       if (dev < 64) done_devices |= uint64_t(1) << dev;
     }
   }
-  // x = split, y = packed query tile, z = sequence x KV head. CTAs whose
-  // split no row of the tile sees exit at once (writing their rows when
-  // direct_out).
-  const dim3 grid1(static_cast<unsigned>(params.max_splits), static_cast<unsigned>(params.tiles_per_seq),
-                   static_cast<unsigned>(params.batch * params.num_heads_k));
+  // x = split, y = packed query tile, z = sequence x KV head (kHeadMajor:
+  // x = split x KV head, z = sequence). CTAs whose split no row of the tile
+  // sees exit at once (writing their rows when direct_out).
+  const dim3 grid1 =
+      Cfg::kHeadMajor
+          ? dim3(static_cast<unsigned>(params.max_splits * params.num_heads_k),
+                 static_cast<unsigned>(params.tiles_per_seq), static_cast<unsigned>(params.batch))
+          : dim3(static_cast<unsigned>(params.max_splits), static_cast<unsigned>(params.tiles_per_seq),
+                 static_cast<unsigned>(params.batch * params.num_heads_k));
   split_kernel<<<grid1, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(params);
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess)
@@ -61,6 +71,12 @@ sb_status launch_attention_decode(const AttentionDecodeParams& params, int varia
       break;
     case kDecodeDeepOverlap:
       st = launch_split<DecodeConfig<D, kBf16, kDecodeDeepOverlap>>(params, stream);
+      break;
+    case kDecodeTwoPerSmHeadMajor:
+      st = launch_split<DecodeConfig<D, kBf16, kDecodeTwoPerSmHeadMajor>>(params, stream);
+      break;
+    case kDecodeDeepOverlapHeadMajor:
+      st = launch_split<DecodeConfig<D, kBf16, kDecodeDeepOverlapHeadMajor>>(params, stream);
       break;
     default:
       st = launch_split<DecodeConfig<D, kBf16, kDecodeMain>>(params, stream);

@@ -98,8 +98,19 @@ struct AttentionDecodeParams {
 //      rows written by pass 1
 //   3  as 2, and S_{n+1} = Q K_{n+1}^T issued with P_n V_n (the forward's
 //      overlap: the softmax of block n+1 runs while P_n V_n is in flight)
-enum DecodeVariant : int { kDecodeMain = 0, kDecodeTwoPerSm = 1, kDecodeDeepEarly = 2, kDecodeDeepOverlap = 3 };
-constexpr int kDecodeVariants = 4;
+//   4  as 1, CTAs ordered KV head fastest (grid x = split * Hk + hk): the
+//      Hk CTAs that read the same cache pages (one head each, 256-byte
+//      pieces of each 2 KiB slot row at d 128, Hk 8) start together
+//   5  as 3, CTAs ordered KV head fastest
+enum DecodeVariant : int {
+  kDecodeMain = 0,
+  kDecodeTwoPerSm = 1,
+  kDecodeDeepEarly = 2,
+  kDecodeDeepOverlap = 3,
+  kDecodeTwoPerSmHeadMajor = 4,
+  kDecodeDeepOverlapHeadMajor = 5,
+};
+constexpr int kDecodeVariants = 6;
 
 // Workspace layout of one wave. Row index: ((b * num_heads + h) * q_count +
 // (i - q_begin)); every row has max_splits slots, of which only the splits
@@ -146,8 +157,11 @@ struct DecodeConfig {
   // FREE. The schedule (DecodeVariant above).
   static constexpr int kVariant = kVariant_;
   static_assert(kVariant >= 0 && kVariant < kDecodeVariants, "unknown decode variant");
-  static constexpr bool kTwoPerSm = kVariant == kDecodeTwoPerSm && kHeadDim <= 128;
-  static constexpr bool kOverlap = kVariant == kDecodeDeepOverlap;
+  static constexpr bool kTwoPerSm =
+      (kVariant == kDecodeTwoPerSm || kVariant == kDecodeTwoPerSmHeadMajor) && kHeadDim <= 128;
+  static constexpr bool kOverlap = kVariant == kDecodeDeepOverlap || kVariant == kDecodeDeepOverlapHeadMajor;
+  static constexpr bool kHeadMajor =
+      kVariant == kDecodeTwoPerSmHeadMajor || kVariant == kDecodeDeepOverlapHeadMajor;
   static constexpr bool kEarlyKv = kVariant != kDecodeMain;     // K/V of the first stages before Q
   static constexpr bool kDirectOut = kVariant != kDecodeMain;   // one-split rows written by pass 1
   static constexpr int kCtasPerSm = kTwoPerSm ? 2 : 1;

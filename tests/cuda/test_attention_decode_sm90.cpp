@@ -9,10 +9,13 @@
 // 50 runs -> one hash; CUDA-graph replay; accuracy against fp64; a negative
 // control. Exit status 0 only if all pass.
 //
-// usage: test_attention_decode_sm90 [--quick] [--variant V]
-//        test_attention_decode_sm90 --bench [--variants 0,1,2,3,auto] [--graph]
+// usage: test_attention_decode_sm90 [--quick] [--variant V | --variants 0,1,..]
+//        test_attention_decode_sm90 --bench [--variants 0,1,2,3,4,5,auto] [--graph]
 //                                   [--reps N] [--max-tokens N]
-//   --variant V: run every check with SAMEBITS_DECODE_VARIANT=V (0..3, auto).
+//   --variant V: run every check with SAMEBITS_DECODE_VARIANT=V (0..5, auto).
+//   --variants L: run every decode call of every check under each schedule
+//            of L on the same inputs; a check passes only if all give the
+//            forward's bits (one run of the suite covers all schedules).
 //   --bench: kernel-only K/V bandwidth of decode (batch 1..256 x context
 //            1k..128k, GQA 8:1, head dim 128, page 64) for each variant,
 //            against the device's copy bandwidth (method above bench()).
@@ -35,6 +38,48 @@ bool g_quick = false;
 // caller's of the minimum size at a misaligned address (both through
 // sb_attention_forward_ws).
 int g_ws_mode = 0;
+
+// The schedule of the decode calls (SAMEBITS_DECODE_VARIANT, read by the
+// library on every call): 0..5, kAuto for "auto", -1 unsets it, -2 leaves
+// it as it is.
+constexpr int kAuto = 100;
+void set_variant(int v) {
+  if (v == -2) return;
+  if (v == -1) {
+    unsetenv("SAMEBITS_DECODE_VARIANT");
+  } else if (v == kAuto) {
+    setenv("SAMEBITS_DECODE_VARIANT", "auto", 1);
+  } else {
+    setenv("SAMEBITS_DECODE_VARIANT", std::to_string(v).c_str(), 1);
+  }
+}
+std::string variant_name(int v) {
+  return v == kAuto ? std::string("auto") : v < 0 ? std::string("env") : "v" + std::to_string(v);
+}
+int parse_variant(const std::string& v) { return v == "auto" ? kAuto : std::atoi(v.c_str()); }
+std::vector<int> parse_variants(const std::string& list) {
+  std::vector<int> out;
+  for (size_t p0 = 0; p0 <= list.size();) {
+    size_t p1 = list.find(',', p0);
+    if (p1 == std::string::npos) p1 = list.size();
+    const std::string item = list.substr(p0, p1 - p0);
+    if (!item.empty()) out.push_back(parse_variant(item));
+    p0 = p1 + 1;
+  }
+  return out;
+}
+// --variants in test mode: every decode call of a check runs under each of
+// these schedules on the same inputs (outputs cleared in between), and the
+// check passes only if all of them give the forward's bits. Empty: the
+// schedule the environment selects.
+std::vector<int> g_variants;
+std::vector<int> variants_to_run() { return g_variants.empty() ? std::vector<int>{-2} : g_variants; }
+std::string variants_label() {
+  if (g_variants.empty()) return "";
+  std::string s = " [";
+  for (size_t i = 0; i < g_variants.size(); ++i) s += (i ? "," : "") + variant_name(g_variants[i]);
+  return s + "]";
+}
 
 void check(bool ok, const std::string& what) {
   std::printf("[%s] %s\n", ok ? "PASS" : "FAIL", what.c_str());
@@ -275,6 +320,12 @@ struct Step {
     cudaFree(dlens);
     cudaFree(dused);
   }
+  // out and lse back to NaN, so a schedule that wrote nothing cannot pass
+  // on an earlier call's results.
+  void clear_out() const {
+    CUDA_OK(cudaMemset(dout, 0xff, size_t(B) * at.q.batch_stride * 2));
+    CUDA_OK(cudaMemset(dlse, 0xff, size_t(B) * at.lse.batch_stride * 4));
+  }
   sb_status launch(std::string* err = nullptr) {
     sb_status st = sb_kvcache_append(&ap);
     if (st == SB_OK) st = ws_mode == 0 ? sb_attention_forward(&at) : sb_attention_forward_ws(&at, ws, ws_bytes);
@@ -346,21 +397,30 @@ bool run_decode_case(const Shape& s, const Target& tg, const DecodeCase& c, Rng&
   kv.upload();
   Step st(kv, c.Lq, q, kn, vn, lens);
   std::set<uint64_t> hashes;
-  for (int r = 0; r < runs; ++r) {
-    std::string err;
-    if (st.launch(&err) != SB_OK) {
-      detail = " status error: " + err;
-      return false;
+  detail = " B=" + std::to_string(c.B) + " Lq=" + std::to_string(c.Lq) + " t=" + std::to_string(c.t) +
+           " page=" + std::to_string(c.ps) + " slot=" + std::to_string(c.slot) + variants_label();
+  bool all_same = true;
+  for (int v : variants_to_run()) {  // the append rewrites the same keys: idempotent
+    set_variant(v);
+    st.clear_out();
+    for (int r = 0; r < runs; ++r) {
+      std::string err;
+      if (st.launch(&err) != SB_OK) {
+        detail += " status error (" + variant_name(v) + "): " + err;
+        return false;
+      }
+      if (hash) hashes.insert(st.hash());
     }
-    if (hash) hashes.insert(st.hash());
+    std::vector<uint16_t> out;
+    std::vector<float> lse;
+    st.fetch(c.slot, out, lse, s);
+    if (!same_rows(s, tg, c.t - c.Lq + 1, c.Lq, out, lse)) {
+      all_same = false;
+      detail += " differs under " + variant_name(v);
+    }
   }
   if (hash) *hash = hashes.size() == 1 ? *hashes.begin() : 0;
-  std::vector<uint16_t> out;
-  std::vector<float> lse;
-  st.fetch(c.slot, out, lse, s);
-  detail = " B=" + std::to_string(c.B) + " Lq=" + std::to_string(c.Lq) + " t=" + std::to_string(c.t) +
-           " page=" + std::to_string(c.ps) + " slot=" + std::to_string(c.slot);
-  return same_rows(s, tg, c.t - c.Lq + 1, c.Lq, out, lse);
+  return all_same;
 }
 
 // Decode (and speculative verify) at random positions == forward rows.
@@ -409,18 +469,26 @@ void chunked_prefill(const Shape& s, int T, uint64_t seed) {
         std::vector<uint16_t> kn(tg.k.begin() + s0 * ke, tg.k.begin() + e * ke);
         std::vector<uint16_t> vn(tg.v.begin() + s0 * ke, tg.v.begin() + e * ke);
         Step st(kv, n, q, kn, vn, {s0});
-        if (st.launch(&err) != SB_OK) {
-          ok = false;
-          break;
+        for (int v : variants_to_run()) {  // the append rewrites the same keys: idempotent
+          set_variant(v);
+          st.clear_out();
+          if (st.launch(&err) != SB_OK) {
+            ok = false;
+            break;
+          }
+          std::vector<uint16_t> out;
+          std::vector<float> lse;
+          st.fetch(0, out, lse, s);
+          ok = same_rows(s, tg, s0, n, out, lse);
+          if (!ok) {
+            err = "first mismatch in chunk at " + std::to_string(s0) + " under " + variant_name(v);
+            break;
+          }
         }
-        std::vector<uint16_t> out;
-        std::vector<float> lse;
-        st.fetch(0, out, lse, s);
-        ok = same_rows(s, tg, s0, n, out, lse);
-        if (!ok) err = "first mismatch in chunk at " + std::to_string(s0);
       }
       check(ok, "chunked prefill == one-shot " + s.name() + " T=" + std::to_string(T) + " chunk=" +
-                    std::to_string(chunk) + (ps ? " page=64" : " contiguous") + (ok ? "" : " " + err));
+                    std::to_string(chunk) + (ps ? " page=64" : " contiguous") + variants_label() +
+                    (ok ? "" : " " + err));
     }
   }
 }
@@ -452,19 +520,23 @@ void accuracy(const Shape& s, int T, uint64_t seed) {
     std::vector<uint16_t> kn(tg.k.begin() + t * ke, tg.k.begin() + (t + 1) * ke);
     std::vector<uint16_t> vn(tg.v.begin() + t * ke, tg.v.begin() + (t + 1) * ke);
     Step st(kv, 1, x.q, kn, vn, {t});
-    std::string err;
-    Result r;
-    r.status = st.launch(&err);
-    st.fetch(0, r.out, r.lse, s);
-    ErrorStats e = compare(p, r, ref);
-    const double max_tol = s.dt == SB_BF16 ? 3e-2 : 5e-3;
-    const double fro_tol = s.dt == SB_BF16 ? 1e-2 : 2e-3;
-    char buf[200];
-    std::snprintf(buf, sizeof buf, " t=%d max_abs=%.3e rel_fro=%.3e lse_max_abs=%.3e nan=%ld", t,
-                  e.max_abs, e.rel_fro, e.lse_max_abs, e.nan_count);
-    check(r.status == SB_OK && e.nan_count == 0 && e.max_abs <= max_tol && e.rel_fro <= fro_tol &&
-              e.lse_max_abs <= 2e-3,
-          "decode accuracy vs fp64 " + s.name() + buf);
+    for (int v : variants_to_run()) {
+      set_variant(v);
+      st.clear_out();
+      std::string err;
+      Result r;
+      r.status = st.launch(&err);
+      st.fetch(0, r.out, r.lse, s);
+      ErrorStats e = compare(p, r, ref);
+      const double max_tol = s.dt == SB_BF16 ? 3e-2 : 5e-3;
+      const double fro_tol = s.dt == SB_BF16 ? 1e-2 : 2e-3;
+      char buf[200];
+      std::snprintf(buf, sizeof buf, " t=%d max_abs=%.3e rel_fro=%.3e lse_max_abs=%.3e nan=%ld", t,
+                    e.max_abs, e.rel_fro, e.lse_max_abs, e.nan_count);
+      check(r.status == SB_OK && e.nan_count == 0 && e.max_abs <= max_tol && e.rel_fro <= fro_tol &&
+                e.lse_max_abs <= 2e-3,
+            "decode accuracy vs fp64 " + s.name() + buf + (v == -2 ? "" : " " + variant_name(v)));
+    }
   }
 }
 
@@ -489,7 +561,8 @@ void negative_control(const Shape& s, uint64_t seed) {
   DecodeCase c{7, 1, 2500, 64, 2};
   std::string detail;
   const bool same = run_decode_case(s, tg, c, rng, detail, 4096, 1, nullptr, /*flip_bit=*/true);
-  check(!same, "negative control: a one-bit change of a visible cached key is detected " + s.name());
+  check(!same, "negative control: a one-bit change of a visible cached key is detected " + s.name() +
+                   variants_label());
 }
 
 // The same decode step captured in a CUDA graph and replayed.
@@ -531,7 +604,7 @@ void graph_replay(const Shape& s, uint64_t seed) {
   }
   if (graph) cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
-  check(ok, "CUDA-graph replay (3x) == forward row " + s.name() + (ok ? "" : " " + err));
+  check(ok, "CUDA-graph replay (3x) == forward row " + s.name() + variants_label() + (ok ? "" : " " + err));
 }
 
 // The caller-provided workspace (sb_attention_workspace_size,
@@ -676,7 +749,7 @@ void caller_workspace(const Shape& s, uint64_t seed) {
 // bytes over its median time. K/V hold random finite values, and the
 // variants' out and lse are compared bitwise at every shape.
 struct BenchOptions {
-  std::vector<int> variants{0, 1, 2, 3};
+  std::vector<int> variants{0, 1, 2, 3, 4, 5};
   bool graph = false;
   int reps = 20;
   double max_tokens = 8.0 * 1024 * 1024;
@@ -700,18 +773,6 @@ void fill_random(void* dst, size_t n, Rng& rng) {
     done += m;
   }
 }
-
-void set_variant(int v) {
-  if (v < 0) {
-    unsetenv("SAMEBITS_DECODE_VARIANT");
-  } else if (v == 4) {
-    setenv("SAMEBITS_DECODE_VARIANT", "auto", 1);
-  } else {
-    setenv("SAMEBITS_DECODE_VARIANT", std::to_string(v).c_str(), 1);
-  }
-}
-
-std::string variant_name(int v) { return v == 4 ? std::string("auto") : "v" + std::to_string(v); }
 
 void bench(const BenchOptions& o) {
   Shape s;
@@ -849,20 +910,10 @@ int main(int argc, char** argv) {
     if (arg == "--graph") bo.graph = true;
     if (arg == "--reps" && has_value) bo.reps = std::max(1, std::atoi(argv[++i]));
     if (arg == "--max-tokens" && has_value) bo.max_tokens = std::atof(argv[++i]);
-    if (arg == "--variant" && has_value) {  // the schedule of every call of this run
-      const std::string v = argv[++i];
-      set_variant(v == "auto" ? 4 : std::atoi(v.c_str()));
-    }
-    if (arg == "--variants" && has_value) {  // bench: the schedules to compare, e.g. 0,1,2,3,auto
-      bo.variants.clear();
-      std::string list = argv[++i];
-      for (size_t p0 = 0; p0 <= list.size();) {
-        size_t p1 = list.find(',', p0);
-        if (p1 == std::string::npos) p1 = list.size();
-        const std::string item = list.substr(p0, p1 - p0);
-        if (!item.empty()) bo.variants.push_back(item == "auto" ? 4 : std::atoi(item.c_str()));
-        p0 = p1 + 1;
-      }
+    if (arg == "--variant" && has_value) set_variant(parse_variant(argv[++i]));  // every call of this run
+    if (arg == "--variants" && has_value) {  // bench: the schedules to compare; tests: to run each check under
+      bo.variants = parse_variants(argv[++i]);
+      g_variants = bo.variants;
     }
   }
   if (!sb_cuda_supported(0)) {
@@ -874,7 +925,8 @@ int main(int argc, char** argv) {
     return g_failures ? 1 : 0;
   }
   const char* variant_env = std::getenv("SAMEBITS_DECODE_VARIANT");
-  std::printf("decode schedule: SAMEBITS_DECODE_VARIANT=%s\n", variant_env ? variant_env : "(unset: 0)");
+  std::printf("decode schedule: SAMEBITS_DECODE_VARIANT=%s%s\n", variant_env ? variant_env : "(unset: 0)",
+              g_variants.empty() ? "" : (", every check under" + variants_label()).c_str());
   std::printf("samebits %s, sm90 KV-cache attention tests%s\n", sb_version(), g_quick ? " (quick)" : "");
 
   // The main configuration: long contexts, every page size and batch.
@@ -918,10 +970,17 @@ int main(int argc, char** argv) {
   mqa.D = 256;
   decode_vs_forward(mqa, 5000, 4, 44);
 
-  run_invariance(main_shape, 50);
-  graph_replay(main_shape, 51);
-  caller_workspace(main_shape, 53);
-  negative_control(main_shape, 52);
+  run_invariance(main_shape, 50);  // with --variants: one hash over all runs of all of them
+  // Checks that capture graphs or set up their own calls: once per schedule.
+  const std::vector<int> all = g_variants;
+  for (int v : variants_to_run()) {
+    if (!all.empty()) g_variants = {v};
+    set_variant(v);
+    graph_replay(main_shape, 51);
+    caller_workspace(main_shape, 53);
+    negative_control(main_shape, 52);
+  }
+  g_variants = all;
 
   std::printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "ALL PASSED", g_failures);
   return g_failures ? 1 : 0;
