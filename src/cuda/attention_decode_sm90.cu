@@ -6,6 +6,8 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -82,6 +84,28 @@ sb_status check(const sb_attention_params& p) {
   return SB_OK;
 }
 
+// The schedule of pass 1 (DecodeVariant, all FREE: they compute the same
+// bits). SAMEBITS_DECODE_VARIANT = 0..5 forces one, "auto" takes the shape
+// rule below; unset: main's kernel (0). Read on every call, so a process
+// may switch between calls (a captured graph keeps the one it captured).
+int decode_variant(const sb_attention_params& p, int tiles_per_seq, int splits) {
+  const char* env = std::getenv("SAMEBITS_DECODE_VARIANT");
+  if (env == nullptr || env[0] == '\0') return kDecodeMain;
+  if (std::strcmp(env, "auto") == 0) {
+    // Shape rule, a pure function of (batch, num_heads_k, query rows, head
+    // group, cache capacity): CTAs of pass 1 at most. A grid of more than
+    // about one H100 wave (132 SMs) runs two CTAs per SM, so that one
+    // CTA's start and end overlap the other's stream; a smaller one keeps
+    // the deep ring, whose more bytes in flight per CTA are what a few
+    // CTAs need, and overlaps S = Q K^T with P V (which does not fit the
+    // registers of two CTAs per SM).
+    const int64_t ctas = static_cast<int64_t>(p.batch) * p.num_heads_k * tiles_per_seq * splits;
+    return ctas >= 160 ? kDecodeTwoPerSm : kDecodeDeepOverlap;
+  }
+  const int v = std::atoi(env);
+  return v >= 0 && v < kDecodeVariants ? v : kDecodeMain;
+}
+
 template <int D, bool kBf16>
 sb_status launch_waves(const sb_attention_params& p, AttentionDecodeParams& kp, void* workspace,
                        size_t bytes, cudaStream_t stream) {
@@ -117,6 +141,11 @@ sb_status launch_waves(const sb_attention_params& p, AttentionDecodeParams& kp, 
   while (q_count > 1 &&
          DecodeWorkspace::bytes(p.batch, p.num_heads, q_count, kp.max_splits, D) > bytes)
     q_count = std::max(1, q_count / 2);
+  const int variant = decode_variant(p, (q_count * kp.head_group + Cfg::kBlockM - 1) / Cfg::kBlockM,
+                                     kp.max_splits);
+  // One split per row at most (cache capacity <= one split): pass 1 writes
+  // the output itself, except in main's schedule.
+  kp.direct_out = variant != kDecodeMain && kp.max_splits == 1;
   const uintptr_t base = (reinterpret_cast<uintptr_t>(workspace) + DecodeWorkspace::kAlign - 1) /
                          DecodeWorkspace::kAlign * DecodeWorkspace::kAlign;
   for (int q0 = 0; q0 < p.seqlen_q; q0 += q_count) {
@@ -126,7 +155,7 @@ sb_status launch_waves(const sb_attention_params& p, AttentionDecodeParams& kp, 
     const int64_t rows = static_cast<int64_t>(p.batch) * p.num_heads * kp.q_count;
     kp.ws_acc = reinterpret_cast<float*>(base);
     kp.ws_ml = reinterpret_cast<float*>(base + DecodeWorkspace::acc_bytes(rows, kp.max_splits, D));
-    if (sb_status s = launch_attention_decode<Cfg>(kp, stream); s != SB_OK) return s;
+    if (sb_status s = launch_attention_decode<Cfg>(kp, variant, stream); s != SB_OK) return s;
   }
   return SB_OK;
 }

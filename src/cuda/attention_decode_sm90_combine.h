@@ -119,16 +119,16 @@ struct DecodeCombine {
     }
 
     // write_output: out = round(ACC * (1 / L)), 1 / L rounded once; lse =
-    // (M + log2 L) * ln2; L = 0: out = 0, lse = +inf.
-    constexpr float kLn2 = 0.6931471805599453f;
-    const float inv = L == 0.f ? 0.f : __frcp_rn(L);
+    // (M + log2 L) * ln2; L = 0: out = 0, lse = +inf (decode_finish_row,
+    // which pass 1 applies itself to one-split rows when direct_out).
+    float inv, lse;
+    decode_finish_row(M, L, inv, lse);
     Elem* o = static_cast<Elem*>(p.out) + b * p.o_batch_stride + static_cast<int64_t>(i) * p.o_row_stride +
               h * p.o_head_stride + lane * kPer;
 #pragma unroll
     for (int j = 0; j < kPer; j += 2)
       *reinterpret_cast<uint32_t*>(o + j) = pack(__fmul_rn(acc[j], inv), __fmul_rn(acc[j + 1], inv));
     if (lane == 0) {
-      const float lse = L == 0.f ? CUDART_INF_F : __fmul_rn(__fadd_rn(M, log2_approx(L)), kLn2);
       p.lse[b * p.lse_batch_stride + h * p.lse_head_stride + static_cast<int64_t>(i) * p.lse_row_stride] = lse;
     }
   }

@@ -65,6 +65,28 @@ __device__ __forceinline__ ScoreMod decode_score_mod(const AttentionDecodeParams
   return ScoreMod(f);
 }
 
+// The combine's output step of one row from its folded state (M, L): the
+// forward's write_output. out = round(ACC * inv), inv = 1 / L rounded once;
+// lse = (M + log2 L) * ln2; L = 0 (no key seen): out = 0, lse = +inf. Used
+// by the combine and, for rows that see one split (direct_out), by pass 1
+// on the split state, which the combine would copy unchanged.
+__device__ __forceinline__ void decode_finish_row(float M, float L, float& inv, float& lse) {
+  constexpr float kLn2 = 0.6931471805599453f;
+  inv = L == 0.f ? 0.f : __frcp_rn(L);
+  lse = L == 0.f ? CUDART_INF_F : __fmul_rn(__fadd_rn(M, log2_approx(L)), kLn2);
+}
+
+template <bool kBf16>
+__device__ __forceinline__ uint32_t decode_pack(float lo, float hi) {
+  if constexpr (kBf16) {
+    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&v);
+  } else {
+    __half2 v = __floats2half2_rn(lo, hi);
+    return *reinterpret_cast<uint32_t*>(&v);
+  }
+}
+
 // What one CTA of the split kernel computes; all threads derive the same.
 struct DecodeWork {
   int b, hk, tile, split;
@@ -77,10 +99,17 @@ struct DecodeWork {
 template <class Cfg>
 __device__ __forceinline__ DecodeWork decode_work(const AttentionDecodeParams& p) {
   DecodeWork w;
-  w.split = blockIdx.x;
-  w.tile = blockIdx.y;
-  w.b = blockIdx.z / p.num_heads_k;
-  w.hk = blockIdx.z % p.num_heads_k;
+  if constexpr (Cfg::kHeadMajor) {  // grid (max_splits * Hk, tiles, batch)
+    w.split = blockIdx.x / p.num_heads_k;
+    w.hk = blockIdx.x % p.num_heads_k;
+    w.tile = blockIdx.y;
+    w.b = blockIdx.z;
+  } else {  // grid (max_splits, tiles, batch * Hk)
+    w.split = blockIdx.x;
+    w.tile = blockIdx.y;
+    w.b = blockIdx.z / p.num_heads_k;
+    w.hk = blockIdx.z % p.num_heads_k;
+  }
   w.lk = decode_keys(p, w.b);
   w.r_begin = w.tile * Cfg::kBlockM;
   w.r_end = min(w.r_begin + Cfg::kBlockM, p.q_count * p.head_group);
@@ -199,6 +228,30 @@ struct DecodeProducer {
         lane);
   }
 
+  // Block `it` (0-based) of the walk, n = n_first + it, into stage
+  // it % kStages once every consumer warp released the stage.
+  __device__ static void load_kv(const AttentionDecodeParams& p, const DecodeWork& w,
+                                 const DecodeSmem<Cfg>& smem, int it, int lane) {
+    const int s = it % Cfg::kStages;
+    const uint32_t parity = (it / Cfg::kStages) & 1;
+    const int k0 = (w.n_first + it) * Cfg::kBlockN;
+    if (p.use_tma && k0 + Cfg::kBlockN <= w.lk) {
+      mbar_wait(smem.k_empty(s), parity ^ 1);
+      load_block_tma(p, &p.tma_k, smem.k(s), smem.k_full(s), w.b, w.hk, k0, lane);
+      mbar_wait(smem.v_empty(s), parity ^ 1);
+      load_block_tma(p, &p.tma_v, smem.v(s), smem.v_full(s), w.b, w.hk, k0, lane);
+    } else {
+      mbar_wait(smem.k_empty(s), parity ^ 1);
+      load_block_by_hand(p, p.k, p.k_page_stride, p.k_row_stride, p.k_head_stride, smem.k(s), w.b,
+                         w.hk, k0, w.lk, lane);
+      signal(smem.k_full(s), lane);
+      mbar_wait(smem.v_empty(s), parity ^ 1);
+      load_block_by_hand(p, p.v, p.v_page_stride, p.v_row_stride, p.v_head_stride, smem.v(s), w.b,
+                         w.hk, k0, w.lk, lane);
+      signal(smem.v_full(s), lane);
+    }
+  }
+
   __device__ static void run(const AttentionDecodeParams& p, const DecodeWork& w,
                              const DecodeSmem<Cfg>& smem) {
     const int lane = threadIdx.x % 32;
@@ -206,6 +259,13 @@ struct DecodeProducer {
       prefetch_tensor_map(&p.tma_k);
       prefetch_tensor_map(&p.tma_v);
     }
+    const int blocks = w.n_last - w.n_first + 1;
+    // kEarlyKv: the blocks of the first stages (whose empty barriers are
+    // still in their initial phase: no wait) are requested before Q, so the
+    // Q loads' latency overlaps theirs instead of preceding it.
+    const int early = Cfg::kEarlyKv ? min(Cfg::kStages, blocks) : 0;
+    for (int it = 0; it < early; ++it) load_kv(p, w, smem, it, lane);
+
     // Q: 64 packed rows; rows past the wave are zero.
     const Elem* q = static_cast<const Elem*>(p.q) + w.b * p.q_batch_stride;
     const int G = p.head_group;
@@ -222,26 +282,7 @@ struct DecodeProducer {
 
     // K, V blocks ascending; a stage is refilled once every consumer warp
     // released it (k_empty, v_empty).
-    for (int n = w.n_first, it = 0; n <= w.n_last; ++n, ++it) {
-      const int s = it % Cfg::kStages;
-      const uint32_t parity = (it / Cfg::kStages) & 1;
-      const int k0 = n * Cfg::kBlockN;
-      if (p.use_tma && k0 + Cfg::kBlockN <= w.lk) {
-        mbar_wait(smem.k_empty(s), parity ^ 1);
-        load_block_tma(p, &p.tma_k, smem.k(s), smem.k_full(s), w.b, w.hk, k0, lane);
-        mbar_wait(smem.v_empty(s), parity ^ 1);
-        load_block_tma(p, &p.tma_v, smem.v(s), smem.v_full(s), w.b, w.hk, k0, lane);
-      } else {
-        mbar_wait(smem.k_empty(s), parity ^ 1);
-        load_block_by_hand(p, p.k, p.k_page_stride, p.k_row_stride, p.k_head_stride, smem.k(s), w.b,
-                           w.hk, k0, w.lk, lane);
-        signal(smem.k_full(s), lane);
-        mbar_wait(smem.v_empty(s), parity ^ 1);
-        load_block_by_hand(p, p.v, p.v_page_stride, p.v_row_stride, p.v_head_stride, smem.v(s), w.b,
-                           w.hk, k0, w.lk, lane);
-        signal(smem.v_full(s), lane);
-      }
-    }
+    for (int it = early; it < blocks; ++it) load_kv(p, w, smem, it, lane);
   }
 };
 
@@ -301,16 +342,12 @@ struct DecodeConsumer {
 
     // This thread's two packed rows (h = 0, 1: tile rows g and g + 8 of its
     // warp's 16) and the keys [lo, hi] each sees.
-    int row_i[2], row_h[2], lo[2], hi[2];
-    bool valid[2];
+    int lo[2], hi[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int R = w.r_begin + warp * 16 + lane / 4 + 8 * h;
-      valid[h] = R < w.r_end;
-      row_i[h] = p.q_begin + R / p.head_group;
-      row_h[h] = w.hk * p.head_group + R % p.head_group;
-      if (valid[h]) {
-        vis.row_bounds(row_i[h], lo[h], hi[h]);
+      if (R < w.r_end) {
+        vis.row_bounds(p.q_begin + R / p.head_group, lo[h], hi[h]);
       } else {
         lo[h] = 0;  // a zero row past the wave sees nothing
         hi[h] = -1;
@@ -319,11 +356,97 @@ struct DecodeConsumer {
 
     SplitState<Cfg> st;
     st.reset();
+    const uint32_t q_addr = smem_addr(smem.q());
+    mbar_wait(smem.q_full(), 0);
+    if constexpr (Cfg::kOverlap)
+      walk_overlapped(w, smem, vis, score, plain, lo, hi, q_addr, lane, q4, st);
+    else
+      walk_serial(w, smem, vis, score, plain, lo, hi, q_addr, lane, q4, st);
+
+    // The rows' identities, derived again here rather than held in
+    // registers across the walk.
+    int row_i[2], row_h[2];
+    bool valid[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int R = w.r_begin + warp * 16 + lane / 4 + 8 * h;
+      valid[h] = R < w.r_end;
+      row_i[h] = p.q_begin + R / p.head_group;
+      row_h[h] = w.hk * p.head_group + R % p.head_group;
+    }
+    if (Cfg::kDirectOut && p.direct_out) {
+      // One split per row: the combine's copy and output step, here.
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        if (!valid[h]) continue;
+        const bool sees = w.lk > 0 && hi[h] >= lo[h];  // the combine's condition
+        write_row_direct(p, w.b, row_h[h], row_i[h], sees ? st.m[h] : -CUDART_INF_F,
+                         sees ? st.l[h] : 0.f, st.acc, h, sees, q4);
+      }
+      return;
+    }
+    // The split's (m, l, acc) of each valid row, f32, to the workspace.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (!valid[h]) continue;
+      const int64_t row = (static_cast<int64_t>(w.b) * p.num_heads + row_h[h]) * p.q_count +
+                          (row_i[h] - p.q_begin);
+      const int64_t slot = row * p.max_splits + w.split;
+      float* acc = p.ws_acc + slot * Cfg::kHeadDim;
+#pragma unroll
+      for (int c = 0; c < Cfg::kHeadDim / 8; ++c)
+        *reinterpret_cast<float2*>(acc + 8 * c + 2 * q4) =
+            make_float2(st.acc[4 * c + 2 * h], st.acc[4 * c + 2 * h + 1]);
+      if (q4 == 0) *reinterpret_cast<float2*>(p.ws_ml + slot * 2) = make_float2(st.m[h], st.l[h]);
+    }
+  }
+
+  // direct_out: out and lse of one row (row h of this thread: columns
+  // 8c + 2 q4 + {0, 1}) from the state the combine would copy: (M, L, acc)
+  // of the row's only split, or (-inf, 0, 0) when the row sees no key.
+  __device__ static void write_row_direct(const AttentionDecodeParams& p, int b, int head, int i,
+                                          float M, float L, const float (&acc)[Cfg::kHeadDim / 2],
+                                          int h, bool sees, int q4) {
+    using Elem = std::conditional_t<Cfg::kBf16, __nv_bfloat16, __half>;
+    float inv, lse;
+    decode_finish_row(M, L, inv, lse);
+    Elem* o = static_cast<Elem*>(p.out) + b * p.o_batch_stride + static_cast<int64_t>(i) * p.o_row_stride +
+              head * p.o_head_stride + 2 * q4;
+#pragma unroll
+    for (int c = 0; c < Cfg::kHeadDim / 8; ++c) {
+      const float a0 = sees ? acc[4 * c + 2 * h] : 0.f, a1 = sees ? acc[4 * c + 2 * h + 1] : 0.f;
+      *reinterpret_cast<uint32_t*>(o + 8 * c) =
+          decode_pack<Cfg::kBf16>(__fmul_rn(a0, inv), __fmul_rn(a1, inv));
+    }
+    if (q4 == 0)
+      p.lse[b * p.lse_batch_stride + head * p.lse_head_stride + static_cast<int64_t>(i) * p.lse_row_stride] = lse;
+  }
+
+  // direct_out, a CTA whose rows see no key of the (only) split: every
+  // valid row gets the combine's output of an unseen row.
+  __device__ static void write_empty_rows(const AttentionDecodeParams& p, const DecodeWork& w) {
+    const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32, q4 = lane % 4;
+    float zero[Cfg::kHeadDim / 2];
+#pragma unroll
+    for (int j = 0; j < Cfg::kHeadDim / 2; ++j) zero[j] = 0.f;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int R = w.r_begin + warp * 16 + lane / 4 + 8 * h;
+      if (R >= w.r_end) continue;
+      write_row_direct(p, w.b, w.hk * p.head_group + R % p.head_group, p.q_begin + R / p.head_group,
+                       -CUDART_INF_F, 0.f, zero, h, false, q4);
+    }
+  }
+
+  // Main's walk: per block, S = Q K^T, softmax step, P V, each waited for
+  // before the next starts.
+  __device__ static void walk_serial(const DecodeWork& w, const DecodeSmem<Cfg>& smem,
+                                     const Visibility& vis, const ScoreMod& score,
+                                     const ScoreMod& plain, const int (&lo)[2], const int (&hi)[2],
+                                     uint32_t q_addr, int lane, int q4, SplitState<Cfg>& st) {
     float sacc[C::kSRegs];
     uint32_t pf[kBn / 16][4];
     float alpha[2];
-    const uint32_t q_addr = smem_addr(smem.q());
-    mbar_wait(smem.q_full(), 0);
     for (int n = w.n_first, it = 0; n <= w.n_last; ++n, ++it) {
       const int s = it % Cfg::kStages;
       const uint32_t parity = (it / Cfg::kStages) & 1;
@@ -356,29 +479,128 @@ struct DecodeConsumer {
         for (int r = 0; r < 4; ++r) reg_fence(pf[kk][r]);
       if (lane == 0) mbar_arrive(smem.v_empty(s));  // release V_n
     }
+  }
 
-    // The split's (m, l, acc) of each valid row, f32, to the workspace.
+  // The forward's overlapped walk (consumer_run in attention_fwd_sm90_kernel.h)
+  // over one split. Steady state, block n (stage s) with P_{n-1} in registers:
+  //   issue  S_n = Q K_n^T                 (wgmma group 1)
+  //   issue  O += P_{n-1} V_{n-1}          (wgmma group 2)
+  //   wait group 1, release K_n; softmax of S_n -> P_n, alpha_n
+  //     (runs while group 2 is on the tensor cores)
+  //   wait group 2, release V_{n-1}; O *= alpha_n; round P_n
+  // O sees the same operations in the same order as walk_serial: (O * alpha_n)
+  // + P_n V_n block after block; only the issue of S_n moves ahead of the
+  // P_{n-1} V_{n-1} that it does not read. K_n is released one P V earlier,
+  // V_{n-1} one softmax later.
+  __device__ static void walk_overlapped(const DecodeWork& w, const DecodeSmem<Cfg>& smem,
+                                         const Visibility& vis, const ScoreMod& score,
+                                         const ScoreMod& plain, const int (&lo)[2],
+                                         const int (&hi)[2], uint32_t q_addr, int lane, int q4,
+                                         SplitState<Cfg>& st) {
+    float sacc[C::kSRegs];
+    uint32_t pf[kBn / 16][4];
+    float alpha[2];
+    int n = w.n_first, it = 0;
+    int s = 0;
+    uint32_t parity = 0;
+    // prologue: gemm Q * K_first -> S, softmax -> P_first (acc is zero:
+    // alpha_first scales nothing, as in walk_serial)
+    mbar_wait(smem.k_full(s), parity);
+    C::issue_qk(sacc, q_addr, smem_addr(smem.k(s)));
+    wgmma_wait<0>();
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      if (!valid[h]) continue;
-      const int64_t row = (static_cast<int64_t>(w.b) * p.num_heads + row_h[h]) * p.q_count +
-                          (row_i[h] - p.q_begin);
-      const int64_t slot = row * p.max_splits + w.split;
-      float* acc = p.ws_acc + slot * Cfg::kHeadDim;
-#pragma unroll
-      for (int c = 0; c < Cfg::kHeadDim / 8; ++c)
-        *reinterpret_cast<float2*>(acc + 8 * c + 2 * q4) =
-            make_float2(st.acc[4 * c + 2 * h], st.acc[4 * c + 2 * h + 1]);
-      if (q4 == 0) *reinterpret_cast<float2*>(p.ws_ml + slot * 2) = make_float2(st.m[h], st.l[h]);
+    for (int i = 0; i < C::kSRegs; ++i) reg_fence(sacc[i]);
+    if (lane == 0) mbar_arrive(smem.k_empty(s));  // release K_first
+    {
+      const int k0 = n * kBn;
+      const bool masked = !vis.block_fully_visible(w.i_first, w.i_last, k0, kBn);
+      apply_logits_and_mask(sacc, score, masked, lo, hi, k0, q4);
+      C::softmax_update(sacc, st.m, st.l, alpha, plain, vis, /*masked=*/false, 0, k0, q4);
+      C::pack_p(sacc, pf);
     }
+#pragma unroll
+    for (int kk = 0; kk < kBn / 16; ++kk)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) reg_fence(pf[kk][r]);
+#pragma unroll
+    for (int i = 0; i < Cfg::kHeadDim / 2; ++i) reg_fence(st.acc[i]);
+    for (++n, ++it; n <= w.n_last; ++n, ++it) {
+      const int s_prev = s;
+      const uint32_t parity_prev = parity;
+      s = it % Cfg::kStages;
+      parity = (it / Cfg::kStages) & 1;
+      const int k0 = n * kBn;
+
+      // gemm Q * K_n -> S (group 1), gemm P_{n-1} * V_{n-1} -> O (group 2)
+      mbar_wait(smem.k_full(s), parity);
+      mbar_wait(smem.v_full(s_prev), parity_prev);
+      C::issue_qk(sacc, q_addr, smem_addr(smem.k(s)));
+      C::issue_pv(st.acc, pf, smem_addr(smem.v(s_prev)));
+      wgmma_wait<1>();
+#pragma unroll
+      for (int i = 0; i < C::kSRegs; ++i) reg_fence(sacc[i]);
+      if (lane == 0) mbar_arrive(smem.k_empty(s));  // release K_n
+
+      // softmax step -> P_n (f32 in sacc until group 2, which reads
+      // P_{n-1}, is done), alpha_n
+      const bool masked = !vis.block_fully_visible(w.i_first, w.i_last, k0, kBn);
+      apply_logits_and_mask(sacc, score, masked, lo, hi, k0, q4);
+      C::softmax_update(sacc, st.m, st.l, alpha, plain, vis, /*masked=*/false, 0, k0, q4);
+
+      // Wait for group 2, release V_{n-1}, O *= alpha_n. The wait sits in
+      // both arms of a branch so that it starts a basic block of its own:
+      // ptxas hoists a wgmma wait to the top of its block, which would put
+      // it before the softmax (the forward's finding; see consumer_run).
+      auto finish_pv = [&]() {
+        wgmma_wait<0>();
+#pragma unroll
+        for (int i = 0; i < Cfg::kHeadDim / 2; ++i) reg_fence(st.acc[i]);
+#pragma unroll
+        for (int kk = 0; kk < kBn / 16; ++kk)
+#pragma unroll
+          for (int r = 0; r < 4; ++r) reg_fence(pf[kk][r]);  // P_{n-1} was read until here
+        if (lane == 0) mbar_arrive(smem.v_empty(s_prev));  // release V_{n-1}
+      };
+      if (masked) {
+        finish_pv();
+        C::rescale(st.acc, alpha);
+      } else {
+        finish_pv();
+        C::rescale(st.acc, alpha);
+      }
+      C::pack_p(sacc, pf);
+      // Pin the new O and P: wgmma operands must not be written between the
+      // next iteration's wgmmas (ptxas would serialize them).
+#pragma unroll
+      for (int kk = 0; kk < kBn / 16; ++kk)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) reg_fence(pf[kk][r]);
+#pragma unroll
+      for (int i = 0; i < Cfg::kHeadDim / 2; ++i) reg_fence(st.acc[i]);
+    }
+    // epilogue: gemm P_last * V_last -> O
+    mbar_wait(smem.v_full(s), parity);
+    C::issue_pv(st.acc, pf, smem_addr(smem.v(s)));
+    wgmma_wait<0>();
+#pragma unroll
+    for (int i = 0; i < Cfg::kHeadDim / 2; ++i) reg_fence(st.acc[i]);
+#pragma unroll
+    for (int kk = 0; kk < kBn / 16; ++kk)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) reg_fence(pf[kk][r]);
+    if (lane == 0) mbar_arrive(smem.v_empty(s));  // release V_last
   }
 };
 
 template <class Cfg>
-__global__ void __launch_bounds__(Cfg::kThreads, 1)
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm)
     attention_decode_split_sm90_kernel(const __grid_constant__ AttentionDecodeParams p) {
   const DecodeWork w = decode_work<Cfg>(p);
-  if (w.n_last < w.n_first) return;  // no row of the tile sees a key of this split
+  if (w.n_last < w.n_first) {  // no row of the tile sees a key of this split
+    if (Cfg::kDirectOut && p.direct_out && threadIdx.x < Cfg::kConsumerThreads)
+      DecodeConsumer<Cfg>::write_empty_rows(p, w);
+    return;
+  }
 
   extern __shared__ uint8_t smem_raw[];
   const uint32_t raw = smem_addr(smem_raw);

@@ -18,9 +18,12 @@
 
 namespace samebits::cuda::sm90 {
 
-// Launches pass 1 (split kernel) and pass 2 (combine kernel) of one wave.
+// Launches pass 1 (split kernel, the schedule `variant`: DecodeVariant)
+// and pass 2 (combine kernel, unless params.direct_out) of one wave. Cfg is
+// DecodeConfig<D, dtype> of the main schedule; the variant picks the
+// schedule's DecodeConfig<D, dtype, variant> of pass 1.
 template <class Cfg>
-sb_status launch_attention_decode(const AttentionDecodeParams& params, cudaStream_t stream);
+sb_status launch_attention_decode(const AttentionDecodeParams& params, int variant, cudaStream_t stream);
 
 // Whether attention_forward should take the KV-cache path: a paged cache,
 // or a dense q over a contiguous cache with per-sequence lengths

@@ -12,13 +12,13 @@
 
 namespace samebits::cuda::sm90 {
 
+// Pass 1 of one schedule (DecodeConfig<D, dtype, variant>).
 template <class Cfg>
-sb_status launch_attention_decode(const AttentionDecodeParams& params, cudaStream_t stream) {
+sb_status launch_split(const AttentionDecodeParams& params, cudaStream_t stream) {
   auto split_kernel = attention_decode_split_sm90_kernel<Cfg>;
-  auto combine_kernel = attention_decode_combine_sm90_kernel<Cfg>;
   // The shared-memory opt-in is a per-device function attribute: set once
-  // per device (not inside every call, so a CUDA-graph capture issues only
-  // launches).
+  // per device and kernel (not inside every call, so a CUDA-graph capture
+  // issues only launches).
   static std::mutex mu;
   static uint64_t done_devices = 0;
   int dev = 0;
@@ -28,27 +28,68 @@ sb_status launch_attention_decode(const AttentionDecodeParams& params, cudaStrea
     if (dev >= 64 || !(done_devices >> dev & 1)) {
       cudaError_t err = cudaFuncSetAttribute(split_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                              Cfg::kSmemBytes);
+      // Two CTAs per SM need the whole carveout as shared memory (a hint
+      // the driver may otherwise resolve toward more L1, which a TMA
+      // stream does not use).
+      if (err == cudaSuccess && Cfg::kCtasPerSm > 1)
+        err = cudaFuncSetAttribute(split_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                   cudaSharedmemCarveoutMaxShared);
       if (err != cudaSuccess)
         return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: cudaFuncSetAttribute: ") +
                                        cudaGetErrorString(err));
       if (dev < 64) done_devices |= uint64_t(1) << dev;
     }
   }
-  // Pass 1: x = split, y = packed query tile, z = sequence x KV head. CTAs
-  // whose split no row of the tile sees exit at once.
-  const dim3 grid1(static_cast<unsigned>(params.max_splits), static_cast<unsigned>(params.tiles_per_seq),
-                   static_cast<unsigned>(params.batch * params.num_heads_k));
+  // x = split, y = packed query tile, z = sequence x KV head (kHeadMajor:
+  // x = split x KV head, z = sequence). CTAs whose split no row of the tile
+  // sees exit at once (writing their rows when direct_out).
+  const dim3 grid1 =
+      Cfg::kHeadMajor
+          ? dim3(static_cast<unsigned>(params.max_splits * params.num_heads_k),
+                 static_cast<unsigned>(params.tiles_per_seq), static_cast<unsigned>(params.batch))
+          : dim3(static_cast<unsigned>(params.max_splits), static_cast<unsigned>(params.tiles_per_seq),
+                 static_cast<unsigned>(params.batch * params.num_heads_k));
   split_kernel<<<grid1, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(params);
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess)
     return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: split kernel launch: ") +
                                    cudaGetErrorString(err));
+  return SB_OK;
+}
+
+template <class Cfg>
+sb_status launch_attention_decode(const AttentionDecodeParams& params, int variant, cudaStream_t stream) {
+  constexpr int D = Cfg::kHeadDim;
+  constexpr bool kBf16 = Cfg::kBf16;
+  sb_status st;
+  switch (variant) {
+    case kDecodeTwoPerSm:
+      st = launch_split<DecodeConfig<D, kBf16, kDecodeTwoPerSm>>(params, stream);
+      break;
+    case kDecodeDeepEarly:
+      st = launch_split<DecodeConfig<D, kBf16, kDecodeDeepEarly>>(params, stream);
+      break;
+    case kDecodeDeepOverlap:
+      st = launch_split<DecodeConfig<D, kBf16, kDecodeDeepOverlap>>(params, stream);
+      break;
+    case kDecodeTwoPerSmHeadMajor:
+      st = launch_split<DecodeConfig<D, kBf16, kDecodeTwoPerSmHeadMajor>>(params, stream);
+      break;
+    case kDecodeDeepOverlapHeadMajor:
+      st = launch_split<DecodeConfig<D, kBf16, kDecodeDeepOverlapHeadMajor>>(params, stream);
+      break;
+    default:
+      st = launch_split<DecodeConfig<D, kBf16, kDecodeMain>>(params, stream);
+      break;
+  }
+  if (st != SB_OK || params.direct_out) return st;  // direct_out: pass 1 wrote out and lse
   // Pass 2: one warp per output row.
   using Combine = DecodeCombine<Cfg>;
+  auto combine_kernel = attention_decode_combine_sm90_kernel<Cfg>;
   const int64_t rows = static_cast<int64_t>(params.batch) * params.num_heads * params.q_count;
   const dim3 grid2(static_cast<unsigned>((rows + Combine::kWarps - 1) / Combine::kWarps));
   combine_kernel<<<grid2, Combine::kThreads, 0, stream>>>(params);
-  err = cudaGetLastError();
+  cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess)
     return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: combine kernel launch: ") +
                                    cudaGetErrorString(err));

@@ -73,7 +73,44 @@ struct AttentionDecodeParams {
   // Workspace (f32 partials of every split, see DecodeWorkspace).
   float* ws_acc;  // [row][split][d]
   float* ws_ml;   // [row][split][2]: (m, l)
+
+  // FREE. Set when no row can see more than one split (max_splits == 1) and
+  // the variant allows it: pass 1 writes out and lse itself with the
+  // combine's arithmetic (decode_finish_row), the workspace is not touched
+  // and no combine is launched. The combine copies a row's first split
+  // without arithmetic, so the output of a one-split row is a function of
+  // the split state alone, computed by the same operations either way.
+  int32_t direct_out;
 };
+
+// FREE. Schedules of the split kernel, selected per call on the host
+// (SAMEBITS_DECODE_VARIANT, or the shape rule in attention_decode_sm90.cu).
+// They change where K/V blocks wait in shared memory, how many CTAs share
+// an SM, when each wgmma is issued and whether the combine is launched;
+// never an operand, an operation or its order (docs/decode_design.md,
+// "Variants").
+//   0  main's kernel: deep ring, 1 CTA per SM, steps in series per block
+//   1  2 CTAs per SM (one K and one V stage; d 64: 3 stages), steps in
+//      series; first K/V issued before Q; one-split rows written by pass 1.
+//      d 256 keeps the deep ring (its state does not fit the 168 registers
+//      a thread gets with 2 x 160 threads per SM): there 1 == 2.
+//   2  main's ring and 1 CTA per SM, first K/V issued before Q, one-split
+//      rows written by pass 1
+//   3  as 2, and S_{n+1} = Q K_{n+1}^T issued with P_n V_n (the forward's
+//      overlap: the softmax of block n+1 runs while P_n V_n is in flight)
+//   4  as 1, CTAs ordered KV head fastest (grid x = split * Hk + hk): the
+//      Hk CTAs that read the same cache pages (one head each, 256-byte
+//      pieces of each 2 KiB slot row at d 128, Hk 8) start together
+//   5  as 3, CTAs ordered KV head fastest
+enum DecodeVariant : int {
+  kDecodeMain = 0,
+  kDecodeTwoPerSm = 1,
+  kDecodeDeepEarly = 2,
+  kDecodeDeepOverlap = 3,
+  kDecodeTwoPerSmHeadMajor = 4,
+  kDecodeDeepOverlapHeadMajor = 5,
+};
+constexpr int kDecodeVariants = 6;
 
 // Workspace layout of one wave. Row index: ((b * num_heads + h) * q_count +
 // (i - q_begin)); every row has max_splits slots, of which only the splits
@@ -98,7 +135,7 @@ struct DecodeWorkspace {
 // Consumer<Cfg> reads (kHeadDim, kBf16, kBlockN, kBlockM, kRowBytes) mean
 // exactly what they mean in FwdConfig, so Consumer<DecodeConfig> runs the
 // forward's own S = Q K^T, softmax step and P V (attention_fwd_sm90_mainloop.h).
-template <int kHeadDim_, bool kBf16_>
+template <int kHeadDim_, bool kBf16_, int kVariant_ = kDecodeMain>
 struct DecodeConfig {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr bool kBf16 = kBf16_;
@@ -117,8 +154,22 @@ struct DecodeConfig {
   static constexpr int kBlockM = 64;
   static constexpr int kConsumerThreads = 128;
   static constexpr int kThreads = kConsumerThreads + 32;
-  // FREE. K/V pipeline depth (a split is kBlocksPerSplit blocks).
-  static constexpr int kStages = kHeadDim <= 64 ? 6 : 3;
+  // FREE. The schedule (DecodeVariant above).
+  static constexpr int kVariant = kVariant_;
+  static_assert(kVariant >= 0 && kVariant < kDecodeVariants, "unknown decode variant");
+  static constexpr bool kTwoPerSm =
+      (kVariant == kDecodeTwoPerSm || kVariant == kDecodeTwoPerSmHeadMajor) && kHeadDim <= 128;
+  static constexpr bool kOverlap = kVariant == kDecodeDeepOverlap || kVariant == kDecodeDeepOverlapHeadMajor;
+  static constexpr bool kHeadMajor =
+      kVariant == kDecodeTwoPerSmHeadMajor || kVariant == kDecodeDeepOverlapHeadMajor;
+  static constexpr bool kEarlyKv = kVariant != kDecodeMain;     // K/V of the first stages before Q
+  static constexpr bool kDirectOut = kVariant != kDecodeMain;   // one-split rows written by pass 1
+  static constexpr int kCtasPerSm = kTwoPerSm ? 2 : 1;
+  // FREE. K/V pipeline depth (a split is kBlocksPerSplit blocks). Deep: the
+  // ring fills one SM's shared memory. Two per SM: the most stages that let
+  // two CTAs share an SM (d 64: 3 stages of 16 KiB, 104 KiB with Q;
+  // d 128: one stage of 32 KiB each for K and V, 80 KiB with Q).
+  static constexpr int kStages = kTwoPerSm ? (kHeadDim <= 64 ? 3 : 1) : (kHeadDim <= 64 ? 6 : 3);
 
   static constexpr int kChunk = 64;
   static constexpr int kChunks = kHeadDim / kChunk;
@@ -138,6 +189,8 @@ struct DecodeConfig {
   static constexpr int kSmemBytes = kOffBarriers + kNumBarriers * 8 + 1024;  // + base alignment
   static_assert(kQBytes % 1024 == 0 && kKVBytes % 1024 == 0, "tiles must keep 1024B alignment");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm90 limit");
+  // sm90: 228 KiB of shared memory per SM, 1 KiB of it reserved per CTA.
+  static_assert(kCtasPerSm * (kSmemBytes + 1024) <= 228 * 1024, "CTAs per SM do not fit shared memory");
 };
 
 }  // namespace samebits::cuda::sm90

@@ -9,10 +9,18 @@
 // 50 runs -> one hash; CUDA-graph replay; accuracy against fp64; a negative
 // control. Exit status 0 only if all pass.
 //
-// usage: test_attention_decode_sm90 [--quick] [--bench]
-//   --bench: K/V bandwidth of decode (batch 1..256 x context 1k..128k, GQA
-//            8:1, head dim 128, page 64) against the device's copy bandwidth.
+// usage: test_attention_decode_sm90 [--quick] [--variant V | --variants 0,1,..]
+//        test_attention_decode_sm90 --bench [--variants 0,1,2,3,4,5,auto] [--graph]
+//                                   [--reps N] [--max-tokens N]
+//   --variant V: run every check with SAMEBITS_DECODE_VARIANT=V (0..5, auto).
+//   --variants L: run every decode call of every check under each schedule
+//            of L on the same inputs; a check passes only if all give the
+//            forward's bits (one run of the suite covers all schedules).
+//   --bench: kernel-only K/V bandwidth of decode (batch 1..256 x context
+//            1k..128k, GQA 8:1, head dim 128, page 64) for each variant,
+//            against the device's copy bandwidth (method above bench()).
 #include <algorithm>
+#include <cstdlib>
 #include <memory>
 #include <numeric>
 #include <set>
@@ -30,6 +38,48 @@ bool g_quick = false;
 // caller's of the minimum size at a misaligned address (both through
 // sb_attention_forward_ws).
 int g_ws_mode = 0;
+
+// The schedule of the decode calls (SAMEBITS_DECODE_VARIANT, read by the
+// library on every call): 0..5, kAuto for "auto", -1 unsets it, -2 leaves
+// it as it is.
+constexpr int kAuto = 100;
+void set_variant(int v) {
+  if (v == -2) return;
+  if (v == -1) {
+    unsetenv("SAMEBITS_DECODE_VARIANT");
+  } else if (v == kAuto) {
+    setenv("SAMEBITS_DECODE_VARIANT", "auto", 1);
+  } else {
+    setenv("SAMEBITS_DECODE_VARIANT", std::to_string(v).c_str(), 1);
+  }
+}
+std::string variant_name(int v) {
+  return v == kAuto ? std::string("auto") : v < 0 ? std::string("env") : "v" + std::to_string(v);
+}
+int parse_variant(const std::string& v) { return v == "auto" ? kAuto : std::atoi(v.c_str()); }
+std::vector<int> parse_variants(const std::string& list) {
+  std::vector<int> out;
+  for (size_t p0 = 0; p0 <= list.size();) {
+    size_t p1 = list.find(',', p0);
+    if (p1 == std::string::npos) p1 = list.size();
+    const std::string item = list.substr(p0, p1 - p0);
+    if (!item.empty()) out.push_back(parse_variant(item));
+    p0 = p1 + 1;
+  }
+  return out;
+}
+// --variants in test mode: every decode call of a check runs under each of
+// these schedules on the same inputs (outputs cleared in between), and the
+// check passes only if all of them give the forward's bits. Empty: the
+// schedule the environment selects.
+std::vector<int> g_variants;
+std::vector<int> variants_to_run() { return g_variants.empty() ? std::vector<int>{-2} : g_variants; }
+std::string variants_label() {
+  if (g_variants.empty()) return "";
+  std::string s = " [";
+  for (size_t i = 0; i < g_variants.size(); ++i) s += (i ? "," : "") + variant_name(g_variants[i]);
+  return s + "]";
+}
 
 void check(bool ok, const std::string& what) {
   std::printf("[%s] %s\n", ok ? "PASS" : "FAIL", what.c_str());
@@ -270,6 +320,12 @@ struct Step {
     cudaFree(dlens);
     cudaFree(dused);
   }
+  // out and lse back to NaN, so a schedule that wrote nothing cannot pass
+  // on an earlier call's results.
+  void clear_out() const {
+    CUDA_OK(cudaMemset(dout, 0xff, size_t(B) * at.q.batch_stride * 2));
+    CUDA_OK(cudaMemset(dlse, 0xff, size_t(B) * at.lse.batch_stride * 4));
+  }
   sb_status launch(std::string* err = nullptr) {
     sb_status st = sb_kvcache_append(&ap);
     if (st == SB_OK) st = ws_mode == 0 ? sb_attention_forward(&at) : sb_attention_forward_ws(&at, ws, ws_bytes);
@@ -341,25 +397,37 @@ bool run_decode_case(const Shape& s, const Target& tg, const DecodeCase& c, Rng&
   kv.upload();
   Step st(kv, c.Lq, q, kn, vn, lens);
   std::set<uint64_t> hashes;
-  for (int r = 0; r < runs; ++r) {
-    std::string err;
-    if (st.launch(&err) != SB_OK) {
-      detail = " status error: " + err;
-      return false;
+  detail = " B=" + std::to_string(c.B) + " Lq=" + std::to_string(c.Lq) + " t=" + std::to_string(c.t) +
+           " page=" + std::to_string(c.ps) + " slot=" + std::to_string(c.slot) + variants_label();
+  bool all_same = true;
+  for (int v : variants_to_run()) {  // the append rewrites the same keys: idempotent
+    set_variant(v);
+    st.clear_out();
+    for (int r = 0; r < runs; ++r) {
+      std::string err;
+      if (st.launch(&err) != SB_OK) {
+        detail += " status error (" + variant_name(v) + "): " + err;
+        return false;
+      }
+      if (hash) hashes.insert(st.hash());
     }
-    if (hash) hashes.insert(st.hash());
+    std::vector<uint16_t> out;
+    std::vector<float> lse;
+    st.fetch(c.slot, out, lse, s);
+    if (!same_rows(s, tg, c.t - c.Lq + 1, c.Lq, out, lse)) {
+      all_same = false;
+      detail += " differs under " + variant_name(v);
+    }
   }
   if (hash) *hash = hashes.size() == 1 ? *hashes.begin() : 0;
-  std::vector<uint16_t> out;
-  std::vector<float> lse;
-  st.fetch(c.slot, out, lse, s);
-  detail = " B=" + std::to_string(c.B) + " Lq=" + std::to_string(c.Lq) + " t=" + std::to_string(c.t) +
-           " page=" + std::to_string(c.ps) + " slot=" + std::to_string(c.slot);
-  return same_rows(s, tg, c.t - c.Lq + 1, c.Lq, out, lse);
+  return all_same;
 }
 
 // Decode (and speculative verify) at random positions == forward rows.
-void decode_vs_forward(const Shape& s, int T, int trials, uint64_t seed) {
+// max_nb > 0: neighbours hold at most max_nb + Lq keys (a short cache: with
+// T and max_nb + 4 <= 1024 every row sees one split, the case that variants
+// other than 0 write from pass 1 without a combine).
+void decode_vs_forward(const Shape& s, int T, int trials, uint64_t seed, int max_nb = 0) {
   Target tg = make_target(s, T, seed);
   if (tg.fwd.status != SB_OK) {
     check(false, "forward for " + s.name() + ": " + tg.fwd.error);
@@ -378,7 +446,7 @@ void decode_vs_forward(const Shape& s, int T, int trials, uint64_t seed) {
     if (tr == 0) c.t = T - 1;
     c.slot = rng.below(c.B);
     std::string detail;
-    const bool ok = run_decode_case(s, tg, c, rng, detail, c.B > 64 ? 1024 : 4096);
+    const bool ok = run_decode_case(s, tg, c, rng, detail, max_nb > 0 ? max_nb : c.B > 64 ? 1024 : 4096);
     check(ok, "decode == forward row " + s.name() + " T=" + std::to_string(T) + detail);
   }
 }
@@ -401,18 +469,26 @@ void chunked_prefill(const Shape& s, int T, uint64_t seed) {
         std::vector<uint16_t> kn(tg.k.begin() + s0 * ke, tg.k.begin() + e * ke);
         std::vector<uint16_t> vn(tg.v.begin() + s0 * ke, tg.v.begin() + e * ke);
         Step st(kv, n, q, kn, vn, {s0});
-        if (st.launch(&err) != SB_OK) {
-          ok = false;
-          break;
+        for (int v : variants_to_run()) {  // the append rewrites the same keys: idempotent
+          set_variant(v);
+          st.clear_out();
+          if (st.launch(&err) != SB_OK) {
+            ok = false;
+            break;
+          }
+          std::vector<uint16_t> out;
+          std::vector<float> lse;
+          st.fetch(0, out, lse, s);
+          ok = same_rows(s, tg, s0, n, out, lse);
+          if (!ok) {
+            err = "first mismatch in chunk at " + std::to_string(s0) + " under " + variant_name(v);
+            break;
+          }
         }
-        std::vector<uint16_t> out;
-        std::vector<float> lse;
-        st.fetch(0, out, lse, s);
-        ok = same_rows(s, tg, s0, n, out, lse);
-        if (!ok) err = "first mismatch in chunk at " + std::to_string(s0);
       }
       check(ok, "chunked prefill == one-shot " + s.name() + " T=" + std::to_string(T) + " chunk=" +
-                    std::to_string(chunk) + (ps ? " page=64" : " contiguous") + (ok ? "" : " " + err));
+                    std::to_string(chunk) + (ps ? " page=64" : " contiguous") + variants_label() +
+                    (ok ? "" : " " + err));
     }
   }
 }
@@ -444,19 +520,23 @@ void accuracy(const Shape& s, int T, uint64_t seed) {
     std::vector<uint16_t> kn(tg.k.begin() + t * ke, tg.k.begin() + (t + 1) * ke);
     std::vector<uint16_t> vn(tg.v.begin() + t * ke, tg.v.begin() + (t + 1) * ke);
     Step st(kv, 1, x.q, kn, vn, {t});
-    std::string err;
-    Result r;
-    r.status = st.launch(&err);
-    st.fetch(0, r.out, r.lse, s);
-    ErrorStats e = compare(p, r, ref);
-    const double max_tol = s.dt == SB_BF16 ? 3e-2 : 5e-3;
-    const double fro_tol = s.dt == SB_BF16 ? 1e-2 : 2e-3;
-    char buf[200];
-    std::snprintf(buf, sizeof buf, " t=%d max_abs=%.3e rel_fro=%.3e lse_max_abs=%.3e nan=%ld", t,
-                  e.max_abs, e.rel_fro, e.lse_max_abs, e.nan_count);
-    check(r.status == SB_OK && e.nan_count == 0 && e.max_abs <= max_tol && e.rel_fro <= fro_tol &&
-              e.lse_max_abs <= 2e-3,
-          "decode accuracy vs fp64 " + s.name() + buf);
+    for (int v : variants_to_run()) {
+      set_variant(v);
+      st.clear_out();
+      std::string err;
+      Result r;
+      r.status = st.launch(&err);
+      st.fetch(0, r.out, r.lse, s);
+      ErrorStats e = compare(p, r, ref);
+      const double max_tol = s.dt == SB_BF16 ? 3e-2 : 5e-3;
+      const double fro_tol = s.dt == SB_BF16 ? 1e-2 : 2e-3;
+      char buf[200];
+      std::snprintf(buf, sizeof buf, " t=%d max_abs=%.3e rel_fro=%.3e lse_max_abs=%.3e nan=%ld", t,
+                    e.max_abs, e.rel_fro, e.lse_max_abs, e.nan_count);
+      check(r.status == SB_OK && e.nan_count == 0 && e.max_abs <= max_tol && e.rel_fro <= fro_tol &&
+                e.lse_max_abs <= 2e-3,
+            "decode accuracy vs fp64 " + s.name() + buf + (v == -2 ? "" : " " + variant_name(v)));
+    }
   }
 }
 
@@ -481,7 +561,8 @@ void negative_control(const Shape& s, uint64_t seed) {
   DecodeCase c{7, 1, 2500, 64, 2};
   std::string detail;
   const bool same = run_decode_case(s, tg, c, rng, detail, 4096, 1, nullptr, /*flip_bit=*/true);
-  check(!same, "negative control: a one-bit change of a visible cached key is detected " + s.name());
+  check(!same, "negative control: a one-bit change of a visible cached key is detected " + s.name() +
+                   variants_label());
 }
 
 // The same decode step captured in a CUDA graph and replayed.
@@ -523,7 +604,7 @@ void graph_replay(const Shape& s, uint64_t seed) {
   }
   if (graph) cudaGraphDestroy(graph);
   cudaStreamDestroy(stream);
-  check(ok, "CUDA-graph replay (3x) == forward row " + s.name() + (ok ? "" : " " + err));
+  check(ok, "CUDA-graph replay (3x) == forward row " + s.name() + variants_label() + (ok ? "" : " " + err));
 }
 
 // The caller-provided workspace (sb_attention_workspace_size,
@@ -654,20 +735,52 @@ void caller_workspace(const Shape& s, uint64_t seed) {
 }
 
 // ---------------------------------------------------------------- benchmark
-// Method: each timed call (append of one token + attention) is preceded by
-// a 256 MiB memset that flushes L2; CUDA events around the call; median of
-// 20. Bytes = K and V bytes the sequences own (read once). Copy bandwidth:
-// a 2 GiB device-to-device cudaMemcpy, read + write bytes over time.
+// Kernel-only timing of the attention call (sb_attention_forward_ws with a
+// caller workspace of the one-pass size: no append, no allocation, no
+// workspace query), for every schedule in --variants, at batch 1..256 x
+// context 1k..128k (batch x context <= 8M tokens), 64 query heads over 8
+// KV heads, d128, bf16, page 64 with the pages scattered.
+// Method (one CUDA stream): per repetition and variant, a 256 MiB memset
+// that flushes L2, an event, the call (or, with --graph, the replay of a
+// CUDA graph that captured the call, so host launch cost is not timed),
+// an event; the median of --reps repetitions, variants interleaved so
+// drift hits all alike. Bytes = the K and V bytes the sequences own (read
+// once). Copy bandwidth: a 2 GiB device-to-device cudaMemcpy, read + write
+// bytes over its median time. K/V hold random finite values, and the
+// variants' out and lse are compared bitwise at every shape.
+struct BenchOptions {
+  std::vector<int> variants{0, 1, 2, 3, 4, 5};
+  bool graph = false;
+  int reps = 20;
+  double max_tokens = 8.0 * 1024 * 1024;
+};
+
 double median(std::vector<float> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
 
-void bench() {
+// Fills n bytes of device memory with a random pattern of finite values
+// (bf16 in [-2, 2)), 64 MiB from the host then doubled device to device.
+void fill_random(void* dst, size_t n, Rng& rng) {
+  const size_t chunk = std::min(n, size_t(64) << 20);
+  auto vals = rng.values(chunk / 2, SB_BF16, 2.f);
+  CUDA_OK(cudaMemcpy(dst, vals.data(), chunk / 2 * 2, cudaMemcpyHostToDevice));
+  size_t done = chunk / 2 * 2;
+  while (done < n) {
+    const size_t m = std::min(done, n - done);
+    CUDA_OK(cudaMemcpy(static_cast<char*>(dst) + done, dst, m, cudaMemcpyDeviceToDevice));
+    done += m;
+  }
+}
+
+void bench(const BenchOptions& o) {
   Shape s;
   s.H = 64;
   s.Hk = 8;
   s.D = 128;
+  cudaStream_t stream;
+  CUDA_OK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
   cudaEvent_t e0, e1;
   CUDA_OK(cudaEventCreate(&e0));
   CUDA_OK(cudaEventCreate(&e1));
@@ -678,9 +791,9 @@ void bench() {
   CUDA_OK(cudaMalloc(&b, cbytes));
   std::vector<float> ct;
   for (int r = 0; r < 10; ++r) {
-    CUDA_OK(cudaEventRecord(e0));
-    CUDA_OK(cudaMemcpy(b, a, cbytes, cudaMemcpyDeviceToDevice));
-    CUDA_OK(cudaEventRecord(e1));
+    CUDA_OK(cudaEventRecord(e0, stream));
+    CUDA_OK(cudaMemcpyAsync(b, a, cbytes, cudaMemcpyDeviceToDevice, stream));
+    CUDA_OK(cudaEventRecord(e1, stream));
     CUDA_OK(cudaEventSynchronize(e1));
     float ms;
     CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
@@ -689,61 +802,131 @@ void bench() {
   cudaFree(a);
   cudaFree(b);
   const double copy_gbs = 2.0 * cbytes / (median(ct) * 1e-3) / 1e9;
-  std::printf("copy bandwidth: %.0f GB/s (2 GiB D2D, read + write)\n", copy_gbs);
-  std::printf("| batch | context | time (us) | K/V GB/s | %% of copy |\n|---|---|---|---|---|\n");
+  cudaDeviceProp prop;
+  CUDA_OK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("device: %s, %d SMs; copy bandwidth: %.0f GB/s (2 GiB D2D, read + write)\n", prop.name,
+              prop.multiProcessorCount, copy_gbs);
+  std::printf("method: attention call only (sb_attention_forward_ws), %s, L2 flushed before each, median of %d\n",
+              o.graph ? "CUDA graph replay" : "direct launch", o.reps);
+  std::printf("| batch | context |");
+  for (int v : o.variants) std::printf(" %s us | %s GB/s | %s %% copy |", variant_name(v).c_str(),
+                                       variant_name(v).c_str(), variant_name(v).c_str());
+  std::printf(" bits equal |\n|---|---|");
+  for (size_t i = 0; i < o.variants.size(); ++i) std::printf("---|---|---|");
+  std::printf("---|\n");
+  std::fflush(stdout);
   Rng rng{42};
+  bool all_equal = true;
   for (int B : {1, 4, 16, 64, 256})
     for (int ctx : {1024, 4096, 16384, 32768, 65536, 131072}) {
-      if (double(B) * ctx > 8.0 * 1024 * 1024) continue;  // 32 GiB of K/V
+      if (double(B) * ctx > o.max_tokens) continue;  // 8M tokens: 32 GiB of K/V
       DeviceKv kv(s, std::vector<int>(B, ctx), 64, rng, /*mirror=*/false);
-      // contents do not matter for time, only that they are finite
-      CUDA_OK(cudaMemset(kv.dk, 0, kv.pool_elems * 2));
-      CUDA_OK(cudaMemset(kv.dv, 0, kv.pool_elems * 2));
+      fill_random(kv.dk, kv.pool_elems * 2, rng);
+      fill_random(kv.dv, kv.pool_elems * 2, rng);
       const size_t qe = size_t(s.H) * s.D, ke = size_t(s.Hk) * s.D;
-      std::vector<uint16_t> q(B * qe, to16(0.5f, s.dt)), kn(B * ke, 0), vn(B * ke, 0);
+      std::vector<uint16_t> q = rng.values(B * qe, s.dt, 2.f), kn = rng.values(B * ke, s.dt, 2.f),
+                            vn = rng.values(B * ke, s.dt, 2.f);
       std::vector<int32_t> lens(B, ctx - 1);
-      Step st(kv, 1, q, kn, vn, lens);
+      const int saved_mode = g_ws_mode;
+      g_ws_mode = 1;  // caller workspace of the one-pass size
+      Step st(kv, 1, q, kn, vn, lens, stream);
+      g_ws_mode = saved_mode;
       std::string err;
-      if (st.launch(&err) != SB_OK) {
-        std::printf("| %d | %d | error: %s | | |\n", B, ctx, err.c_str());
+      if (st.launch(&err) != SB_OK) {  // append the token (and a first call)
+        std::printf("| %d | %d | error: %s |\n", B, ctx, err.c_str());
         continue;
       }
-      std::vector<float> times;
-      for (int r = 0; r < 20; ++r) {
-        CUDA_OK(cudaMemsetAsync(flush, r, fbytes));
-        CUDA_OK(cudaEventRecord(e0));
-        st.launch();
-        CUDA_OK(cudaEventRecord(e1));
-        CUDA_OK(cudaEventSynchronize(e1));
-        float ms;
-        CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
-        times.push_back(ms);
+      const size_t nv = o.variants.size();
+      std::vector<cudaGraphExec_t> execs(nv, nullptr);
+      std::vector<uint64_t> hashes(nv, 0);
+      bool ok = true;
+      for (size_t j = 0; j < nv && ok; ++j) {
+        set_variant(o.variants[j]);
+        CUDA_OK(cudaMemsetAsync(st.dout, 0xff, B * qe * 2, stream));
+        ok = sb_attention_forward_ws(&st.at, st.ws, st.ws_bytes) == SB_OK;  // warm up
+        CUDA_OK(cudaStreamSynchronize(stream));
+        hashes[j] = st.hash();
+        if (ok && o.graph) {
+          cudaGraph_t g = nullptr;
+          CUDA_OK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+          ok = sb_attention_forward_ws(&st.at, st.ws, st.ws_bytes) == SB_OK;
+          CUDA_OK(cudaStreamEndCapture(stream, &g));
+          if (ok) CUDA_OK(cudaGraphInstantiate(&execs[j], g, 0));
+          if (g) cudaGraphDestroy(g);
+        }
       }
-      const double sec = median(times) * 1e-3;
+      if (!ok) {
+        std::printf("| %d | %d | error: %s |\n", B, ctx, sb_last_error());
+        set_variant(-1);
+        continue;
+      }
+      std::vector<std::vector<float>> times(nv);
+      for (int r = 0; r < o.reps; ++r)
+        for (size_t j = 0; j < nv; ++j) {
+          set_variant(o.variants[j]);
+          CUDA_OK(cudaMemsetAsync(flush, r, fbytes, stream));
+          CUDA_OK(cudaEventRecord(e0, stream));
+          if (o.graph)
+            CUDA_OK(cudaGraphLaunch(execs[j], stream));
+          else
+            sb_attention_forward_ws(&st.at, st.ws, st.ws_bytes);
+          CUDA_OK(cudaEventRecord(e1, stream));
+          CUDA_OK(cudaEventSynchronize(e1));
+          float ms;
+          CUDA_OK(cudaEventElapsedTime(&ms, e0, e1));
+          times[j].push_back(ms);
+        }
+      set_variant(-1);
+      bool equal = true;
+      for (size_t j = 1; j < nv; ++j) equal = equal && hashes[j] == hashes[0];
+      all_equal = all_equal && equal;
       const double bytes = 2.0 * B * double(ctx) * ke * 2;
-      std::printf("| %d | %d | %.1f | %.0f | %.0f |\n", B, ctx, sec * 1e6, bytes / sec / 1e9,
-                  100.0 * bytes / sec / 1e9 / copy_gbs);
+      std::printf("| %d | %d |", B, ctx);
+      for (size_t j = 0; j < nv; ++j) {
+        const double sec = median(times[j]) * 1e-3;
+        std::printf(" %.1f | %.0f | %.0f |", sec * 1e6, bytes / sec / 1e9, 100.0 * bytes / sec / 1e9 / copy_gbs);
+      }
+      std::printf(" %s |\n", equal ? "yes" : "NO");
       std::fflush(stdout);
+      for (auto x : execs)
+        if (x) cudaGraphExecDestroy(x);
     }
   cudaFree(flush);
+  cudaStreamDestroy(stream);
+  std::printf("bench: variants' out and lse bitwise equal at every shape: %s\n", all_equal ? "yes" : "NO");
+  if (!all_equal) ++g_failures;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
   bool do_bench = false;
+  BenchOptions bo;
   for (int i = 1; i < argc; ++i) {
-    if (std::string(argv[i]) == "--quick") g_quick = true;
-    if (std::string(argv[i]) == "--bench") do_bench = true;
+    const std::string arg = argv[i];
+    const bool has_value = i + 1 < argc;
+    if (arg == "--quick") g_quick = true;
+    if (arg == "--bench") do_bench = true;
+    if (arg == "--graph") bo.graph = true;
+    if (arg == "--reps" && has_value) bo.reps = std::max(1, std::atoi(argv[++i]));
+    if (arg == "--max-tokens" && has_value) bo.max_tokens = std::atof(argv[++i]);
+    if (arg == "--variant" && has_value) set_variant(parse_variant(argv[++i]));  // every call of this run
+    if (arg == "--variants" && has_value) {  // bench: the schedules to compare; tests: to run each check under
+      bo.variants = parse_variants(argv[++i]);
+      g_variants = bo.variants;
+    }
   }
   if (!sb_cuda_supported(0)) {
     std::printf("no sm90 device: skipped\n");
     return 0;
   }
   if (do_bench) {
-    bench();
-    return 0;
+    bench(bo);
+    return g_failures ? 1 : 0;
   }
+  const char* variant_env = std::getenv("SAMEBITS_DECODE_VARIANT");
+  std::printf("decode schedule: SAMEBITS_DECODE_VARIANT=%s%s\n", variant_env ? variant_env : "(unset: 0)",
+              g_variants.empty() ? "" : (", every check under" + variants_label()).c_str());
   std::printf("samebits %s, sm90 KV-cache attention tests%s\n", sb_version(), g_quick ? " (quick)" : "");
 
   // The main configuration: long contexts, every page size and batch.
@@ -762,12 +945,21 @@ int main(int argc, char** argv) {
       s.H = 4;
       s.Hk = 1;
       decode_vs_forward(s, 5000, g_quick ? 4 : 8, 10 + D + dt);
+      decode_vs_forward(s, 1000, g_quick ? 2 : 4, 70 + D + dt, 996);  // one split per row
       if (D == 128 || !g_quick) chunked_prefill(s, 2500, 20 + D + dt);
       accuracy(s, 3000, 30 + D + dt);
     }
+  // One split per row (cache capacity <= 1024 keys): variants other than 0
+  // write out and lse from pass 1 (direct_out), no combine.
+  decode_vs_forward(main_shape, 1000, g_quick ? 8 : 16, 60, 996);
+  decode_vs_forward(gqa8, 1000, g_quick ? 4 : 8, 61, 996);
+  chunked_prefill(main_shape, 1000, 62);
   Shape win = main_shape;
   win.wl = 700;
   decode_vs_forward(win, 9000, g_quick ? 4 : 8, 40);
+  Shape win_short = main_shape;
+  win_short.wl = 100;
+  decode_vs_forward(win_short, 1000, 4, 63, 996);
   Shape cap = main_shape;
   cap.softcap = 30.f;
   decode_vs_forward(cap, 9000, g_quick ? 4 : 8, 41);
@@ -778,10 +970,17 @@ int main(int argc, char** argv) {
   mqa.D = 256;
   decode_vs_forward(mqa, 5000, 4, 44);
 
-  run_invariance(main_shape, 50);
-  graph_replay(main_shape, 51);
-  caller_workspace(main_shape, 53);
-  negative_control(main_shape, 52);
+  run_invariance(main_shape, 50);  // with --variants: one hash over all runs of all of them
+  // Checks that capture graphs or set up their own calls: once per schedule.
+  const std::vector<int> all = g_variants;
+  for (int v : variants_to_run()) {
+    if (!all.empty()) g_variants = {v};
+    set_variant(v);
+    graph_replay(main_shape, 51);
+    caller_workspace(main_shape, 53);
+    negative_control(main_shape, 52);
+  }
+  g_variants = all;
 
   std::printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "ALL PASSED", g_failures);
   return g_failures ? 1 : 0;
