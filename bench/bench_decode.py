@@ -8,8 +8,11 @@ cuDNN backends (enable_gqa) and compiled FlexAttention. Bandwidth = the K and
 V bytes the sequences own, read once, over the time; compared with a
 device-to-device copy (bytes read + written). Each timed call is preceded by
 a 256 MiB write that flushes L2; CUDA events; median of `--reps`.
+--graph: every implementation is captured once in a CUDA graph and the
+replays are timed (how decode steps are served), so host time per call
+counts for none of them; without it the eager calls are timed.
 
-usage: python bench/bench_decode.py --out DIR [--reps 20] [--no-flex]
+usage: python bench/bench_decode.py --out DIR [--reps 20] [--no-flex] [--graph]
 (PYTHONPATH=python and SAMEBITS_LIBRARY pointing at the library when run
 from a source tree).
 """
@@ -43,6 +46,22 @@ def timed(fn, flush, reps):
     return ts[len(ts) // 2]
 
 
+def graphed(fn):
+    """fn captured in a CUDA graph (after warm-up on a side stream); returns its replay."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    torch.cuda.synchronize()
+    return g.replay
+
+
 def copy_bandwidth():
     a = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
     b = torch.empty_like(a)
@@ -55,6 +74,7 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--no-flex", action="store_true")
+    ap.add_argument("--graph", action="store_true", help="time CUDA-graph replays of every implementation")
     args = ap.parse_args()
     torch.manual_seed(0)
     dev = "cuda"
@@ -70,7 +90,7 @@ def main():
     rows = []
     for B, ctx in SHAPES:
         row = {"gpu": torch.cuda.get_device_name(), "batch": B, "context": ctx, "heads": H, "kv_heads": HK,
-               "head_dim": D, "page": PAGE, "copy_gbs": copy_gbs}
+               "head_dim": D, "page": PAGE, "copy_gbs": copy_gbs, "graph": args.graph}
         kv_bytes = 2 * B * ctx * HK * D * 2
         q = torch.randn(B, 1, H, D, dtype=torch.bfloat16, device=dev)
         pages = B * ctx // PAGE
@@ -78,8 +98,11 @@ def main():
         vc = torch.randn_like(kc)
         table = torch.randperm(pages, device=dev, dtype=torch.int32).view(B, ctx // PAGE)
         seqlens = torch.full((B,), ctx, dtype=torch.int32, device=dev)
+        ws_bytes, _ = samebits.kvcache_workspace_size(q, kc, table)
+        ws = torch.empty(max(ws_bytes, 1), dtype=torch.uint8, device=dev)  # caller workspace: capturable
         impls = {"samebits": lambda: samebits.attention_with_kvcache(q, kc, vc, cache_seqlens=seqlens,
-                                                                     block_table=table, causal=True)}
+                                                                     block_table=table, causal=True,
+                                                                     workspace=ws)}
         # the peers' contiguous cache holds the same keys in logical order
         kd = kc[table.long().view(-1)].view(B, ctx, HK, D).transpose(1, 2).contiguous()
         vd = vc[table.long().view(-1)].view(B, ctx, HK, D).transpose(1, 2).contiguous()
@@ -94,7 +117,7 @@ def main():
             impls["flex"] = lambda: flex(qd, kd, vd, enable_gqa=True)
         for name, fn in impls.items():
             try:
-                ms = timed(fn, flush, args.reps)
+                ms = timed(graphed(fn) if args.graph else fn, flush, args.reps)
                 row[name + "_us"] = ms * 1e3
                 row[name + "_gbs"] = kv_bytes / (ms * 1e-3) / 1e9
             except Exception as e:  # noqa: BLE001 - a peer that cannot run this shape
@@ -104,10 +127,12 @@ def main():
         del kc, vc, kd, vd, table
         torch.cuda.empty_cache()
     os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "bench_decode.json"), "w") as f:
+    tag = "_graph" if args.graph else ""
+    with open(os.path.join(args.out, f"bench_decode{tag}.json"), "w") as f:
         json.dump(rows, f, indent=1)
     names = ["samebits", "flash", "cudnn", "flex"]
-    lines = [f"copy bandwidth {copy_gbs:.0f} GB/s; GB/s of K/V read (% of copy)", "",
+    mode = "CUDA-graph replays" if args.graph else "eager calls"
+    lines = [f"copy bandwidth {copy_gbs:.0f} GB/s; GB/s of K/V read (% of copy); {mode}", "",
              "| batch | context | " + " | ".join(names) + " | samebits / best peer |",
              "|---|---|" + "---|" * (len(names) + 1)]
     for r in rows:
@@ -117,7 +142,7 @@ def main():
         ratio = f"{r['samebits_gbs'] / max(peers):.2f}x" if peers and "samebits_gbs" in r else "-"
         lines.append(f"| {r['batch']} | {r['context']} | " + " | ".join(cells) + f" | {ratio} |")
     table = "\n".join(lines)
-    with open(os.path.join(args.out, "bench_decode.md"), "w") as f:
+    with open(os.path.join(args.out, f"bench_decode{tag}.md"), "w") as f:
         f.write(table + "\n")
     print(table)
 

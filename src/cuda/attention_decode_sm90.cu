@@ -85,22 +85,23 @@ sb_status check(const sb_attention_params& p) {
 }
 
 // The schedule of pass 1 (DecodeVariant, all FREE: they compute the same
-// bits). SAMEBITS_DECODE_VARIANT = 0..5 forces one, "auto" takes the shape
-// rule below; unset: main's kernel (0). Read on every call, so a process
-// may switch between calls (a captured graph keeps the one it captured).
+// bits). Unset or "auto": the shape rule below; SAMEBITS_DECODE_VARIANT =
+// 0..5 forces one. Read on every call, so a process may switch between
+// calls (a captured graph keeps the one it captured).
 int decode_variant(const sb_attention_params& p, int tiles_per_seq, int splits) {
   const char* env = std::getenv("SAMEBITS_DECODE_VARIANT");
-  if (env == nullptr || env[0] == '\0') return kDecodeMain;
-  if (std::strcmp(env, "auto") == 0) {
+  if (env == nullptr || env[0] == '\0' || std::strcmp(env, "auto") == 0) {
     // Shape rule, a pure function of (batch, num_heads_k, query rows, head
     // group, cache capacity): CTAs of pass 1 at most. A grid of more than
-    // about one H100 wave (132 SMs) runs two CTAs per SM, so that one
-    // CTA's start and end overlap the other's stream; a smaller one keeps
-    // the deep ring, whose more bytes in flight per CTA are what a few
-    // CTAs need, and overlaps S = Q K^T with P V (which does not fit the
-    // registers of two CTAs per SM).
+    // about one H100 wave (132 SMs) runs two CTAs per SM, KV head fastest,
+    // so that one CTA's start and end overlap the other's stream and the
+    // heads that read the same pages start together; a smaller one keeps
+    // main's deep ring, whose bytes in flight per CTA are what a few CTAs
+    // need. Measured on an H100 (docs/decode_design.md, "Variants"): 4 is
+    // the fastest from 256 CTAs up, 0 at 128 and below; the overlap of
+    // S = Q K^T with P V (3, 5) was slower than 0 at every shape.
     const int64_t ctas = static_cast<int64_t>(p.batch) * p.num_heads_k * tiles_per_seq * splits;
-    return ctas >= 160 ? kDecodeTwoPerSm : kDecodeDeepOverlap;
+    return ctas >= 160 ? kDecodeTwoPerSmHeadMajor : kDecodeMain;
   }
   const int v = std::atoi(env);
   return v >= 0 && v < kDecodeVariants ? v : kDecodeMain;

@@ -925,7 +925,7 @@ int main(int argc, char** argv) {
     return g_failures ? 1 : 0;
   }
   const char* variant_env = std::getenv("SAMEBITS_DECODE_VARIANT");
-  std::printf("decode schedule: SAMEBITS_DECODE_VARIANT=%s%s\n", variant_env ? variant_env : "(unset: 0)",
+  std::printf("decode schedule: SAMEBITS_DECODE_VARIANT=%s%s\n", variant_env ? variant_env : "(unset: auto)",
               g_variants.empty() ? "" : (", every check under" + variants_label()).c_str());
   std::printf("samebits %s, sm90 KV-cache attention tests%s\n", sb_version(), g_quick ? " (quick)" : "");
 
