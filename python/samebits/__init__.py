@@ -12,6 +12,7 @@ import math
 from typing import Optional
 
 import torch
+from torch.utils import _python_dispatch
 
 from . import _lib
 from . import _validate as _V
@@ -86,9 +87,34 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, *, cache_seqlens
     shared by all streams of the device). Results never depend on it."""
     scale, softcap, left, right = _resolve(q, causal, softmax_scale, window_size, softcap)
     _V.optional_tensor("workspace", workspace)  # before the op's schema sees it
-    out, lse = torch.ops.samebits.attn_kvcache(
-        q, k_cache, v_cache, k, v, cache_seqlens, block_table, scale, softcap, left, right, workspace)
+    args = (q, k_cache, v_cache, k, v, cache_seqlens, block_table, scale, softcap, left, right, workspace)
+    if _plain_eager(q, k_cache, v_cache, k, v, cache_seqlens, block_table, workspace):
+        # A decode step calls this once a layer: skip the dispatcher (about
+        # 10-20 us a call) where it would only run the same body. The op
+        # has no autograd formula and nothing traces this call; the version
+        # bump is what the dispatcher does for the mutated caches.
+        out, lse = _ops.attn_kvcache._init_fn(*args)
+        if k is not None:
+            torch.autograd.graph.increment_version(k_cache)
+            torch.autograd.graph.increment_version(v_cache)
+    else:
+        out, lse = torch.ops.samebits.attn_kvcache(*args)
     return (out, lse) if return_lse else out
+
+
+def _plain_eager(*tensors) -> bool:
+    """True when running an op's Python body directly is what dispatching it
+    would do: no torch.compile / export tracing, no active torch function or
+    dispatch mode, only plain tensors (no fake, functional or other
+    subclass), none of which autograd tracks."""
+    if torch.compiler.is_compiling() or torch._C._is_torch_function_mode_enabled():
+        return False
+    if _python_dispatch._get_current_dispatch_mode() is not None:
+        return False
+    for t in tensors:
+        if t is not None and (type(t) is not torch.Tensor or t.requires_grad):
+            return False
+    return True
 
 
 kvcache_workspace_size = _ops.kvcache_workspace_size

@@ -115,3 +115,29 @@ def test_kvcache_compiled():
     compiled = torch.compile(step, fullgraph=True)(q, kc2, vc2, kn, vn, lens)
     assert torch.equal(eager, compiled)
     assert torch.equal(kc, kc2) and torch.equal(vc, vc2)  # the in-place append happened under compile too
+
+
+def test_kvcache_eager_fast_path_is_the_op():
+    """attention_with_kvcache skips the dispatcher for plain eager calls: the
+    same bits and the same cache writes as torch.ops.samebits.attn_kvcache,
+    the caches' version counters bumped as the op would, and the op itself
+    used where the shortcut would be wrong (a tensor autograd tracks)."""
+    q = torch.randn(2, 3, 4, 32)
+    kc, vc = torch.randn(2, 50, 2, 32), torch.randn(2, 50, 2, 32)
+    kn, vn = torch.randn(2, 3, 2, 32), torch.randn(2, 3, 2, 32)
+    lens = torch.tensor([7, 30], dtype=torch.int32)
+    kc2, vc2 = kc.clone(), vc.clone()
+    v0 = (kc._version, vc._version)
+    out, lse = samebits.attention_with_kvcache(q, kc, vc, kn, vn, cache_seqlens=lens, causal=True, return_lse=True)
+    assert kc._version > v0[0] and vc._version > v0[1]
+    out2, lse2 = torch.ops.samebits.attn_kvcache(q, kc2, vc2, kn, vn, lens, None, 32 ** -0.5, 0.0, -1, 0, None)
+    assert torch.equal(out, out2) and torch.equal(lse, lse2)
+    assert torch.equal(kc, kc2) and torch.equal(vc, vc2)
+    assert not torch.equal(out, torch.zeros_like(out))  # negative control: a real result was compared
+    # the op is not differentiable: with q tracked by autograd the shortcut
+    # must not hide that (the dispatched op refuses a backward through it)
+    qg = q.clone().requires_grad_(True)
+    out3 = samebits.attention_with_kvcache(qg, kc.clone(), vc.clone(), cache_seqlens=lens, causal=True)
+    assert out3.grad_fn is not None
+    with pytest.raises(RuntimeError, match="no autograd formula"):
+        out3.sum().backward()
