@@ -37,7 +37,7 @@ ROWS_CARRY=$C ROWS_NEW_LIB=$C/libsamebits.so ROWS_OLD_LIB=$C/old/libsamebits.so 
   bash bench/rows_device_check.sh > "$OUT/rows.log" 2>&1
 sum+=("rows rc=$? $(grep -E 'rows_device_check: rc' "$OUT/rows.log")")
 
-"${PYENV[@]}" timeout 120 python3 bench/bench_dense.py --gemm-only --out "$OUT" > "$OUT/dense_gemm.log" 2>&1
+"${PYENV[@]}" timeout 120 python3 bench/bench_dense.py --gemm-only --out "$OUT/dense_gemm.json" > "$OUT/dense_gemm.log" 2>&1
 sum+=("gemm rc=$? $(grep -E 'FAILS' "$OUT/dense_gemm.log" | tail -1)")
 
 "${PYENV[@]}" timeout 120 python3 -m pytest tests/python/test_cuda.py -q -p no:cacheprovider > "$OUT/pytest_cuda.log" 2>&1
