@@ -100,29 +100,36 @@ struct DkdvKernel {
   // dK warpgroup reaches after its reads. Without kShareP the dK warpgroup
   // recomputes S^T (same instructions, same bits).
   // kPtFree (v3, attention_bwd_sm90_dkdv_tma.h, where no __syncthreads
-  // separates tiles): the dV warpgroup syncs on named barrier 2 before it
-  // rewrites P^T, the dK warpgroup arrives there once it has read it.
+  // separates tiles): the mbarrier pt_empty orders P^T's reuse. Every
+  // thread of the dK warpgroup arrives on it once it has read P^T (128
+  // arrivals a phase); the dV warpgroup waits for the phase of the previous
+  // tile before it rewrites P^T (pt_phase: parity of the tiles both
+  // warpgroups processed so far, the first wait passing at once). Returns
+  // whether the tile was processed (false: skipped by both warpgroups).
   template <bool kDV, bool kDK, bool kPtFree = false>
-  __device__ static void tile_raw(const Smem& sm, int s, const BwdScore& score,
+  __device__ static bool tile_raw(const Smem& sm, int s, const BwdScore& score,
                                   const BwdVisibility& vis, int m0, int key0, int lane, int warp,
                                   int t128, float (&acc_dv)[kDV ? kAccRegs : 1],
-                                  float (&acc_dk)[kDK ? kAccRegs : 1]) {
+                                  float (&acc_dk)[kDK ? kAccRegs : 1], uint64_t* pt_empty = nullptr,
+                                  uint32_t pt_phase = 0) {
     int klo, khi;
     vis.keys_of_rows(m0, m0 + kBm - 1, klo, khi);
-    if (khi < klo || khi < key0 || klo > key0 + 63) return;  // adds exact zeros: skip
+    if (khi < klo || khi < key0 || klo > key0 + 63) return false;  // adds exact zeros: skip
     if (vis.all_visible(m0, kBm, key0, 64))
       tile_raw_body<kDV, kDK, false, kPtFree>(sm, s, score, vis, m0, key0, lane, warp, t128,
-                                              acc_dv, acc_dk);
+                                              acc_dv, acc_dk, pt_empty, pt_phase);
     else
       tile_raw_body<kDV, kDK, true, kPtFree>(sm, s, score, vis, m0, key0, lane, warp, t128,
-                                             acc_dv, acc_dk);
+                                             acc_dv, acc_dk, pt_empty, pt_phase);
+    return true;
   }
 
   template <bool kDV, bool kDK, bool kMasked, bool kPtFree = false>
   __device__ static void tile_raw_body(const Smem& sm, int s, const BwdScore& score,
                                        const BwdVisibility& vis, int m0, int key0, int lane,
                                        int warp, int t128, float (&acc_dv)[kDV ? kAccRegs : 1],
-                                       float (&acc_dk)[kDK ? kAccRegs : 1]) {
+                                       float (&acc_dk)[kDK ? kAccRegs : 1], uint64_t* pt_empty,
+                                       uint32_t pt_phase) {
     constexpr bool kShare = Cfg::kShareP;  // only read with split roles
     constexpr uint32_t kRow = Cfg::kRowBytes;
     const uint32_t k_addr = smem_addr(sm.k()) + (key0 % kBn) * kRow;
@@ -178,7 +185,7 @@ struct DkdvKernel {
       // gemm round(P^T) * dO -> dV (group 3)
       issue_rs<kBm, kD, Cfg::kBf16>(acc_dv, af, do_addr, kBm * kRow);
       if constexpr (!kDK && kShare) {
-        if constexpr (kPtFree) named_barrier_sync(2, 256);  // the previous P^T was read
+        if constexpr (kPtFree) mbar_wait(pt_empty, pt_phase ^ 1);  // the previous P^T was read
 #pragma unroll
         for (int e4 = 0; e4 < kSRegs / 4; ++e4)
           pt[e4 * 128 + t128] = make_float4(st[4 * e4], st[4 * e4 + 1], st[4 * e4 + 2], st[4 * e4 + 3]);
@@ -202,8 +209,8 @@ struct DkdvKernel {
           }
         }
         // P^T read (every value is consumed above): the dV warpgroup may
-        // rewrite it.
-        if constexpr (kPtFree) named_barrier_arrive(2, 256);
+        // rewrite it once every thread of this warpgroup has arrived.
+        if constexpr (kPtFree) mbar_arrive(pt_empty);
       } else {
 #pragma unroll
         for (int e = 0; e < kSRegs; ++e) {

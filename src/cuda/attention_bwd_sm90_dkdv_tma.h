@@ -32,10 +32,10 @@
 // itself: an arrive releases only its own thread's accesses, so no
 // __syncwarp + one-lane hand-off is relied on.
 //   named barrier 1   (v2) dV warpgroup -> dK warpgroup: P^T written
-//   named barrier 2   dK warpgroup -> dV warpgroup: P^T read, it may be
+//   pt_empty      dK warpgroup -> dV warpgroup: P^T read, it may be
 //                 rewritten (v2 had the per-tile __syncthreads for this).
-//                 The dK warpgroup arrives once at the start, the dV
-//                 warpgroup syncs once at the end, so the counts match.
+//                 128 arrivals, every dK thread after its own reads; the
+//                 dV warpgroup waits before each write (d >= 128 only).
 // Every consumer warp waits q_full before it arrives on q_empty, also for
 // a tile it skips. Running counters (units, tiles) give each barrier's
 // stage and parity on both sides.
@@ -67,6 +67,7 @@ struct DkdvTmaKernel {
     __device__ uint64_t* kv_empty() const { return base + 1; }
     __device__ uint64_t* q_full(int s) const { return base + 2 + s; }
     __device__ uint64_t* q_empty(int s) const { return base + 2 + kS + s; }
+    __device__ uint64_t* pt_empty() const { return base + 2 + 2 * kS; }
   };
 
   // The unit's geometry, computed the same way by both roles (v2's
@@ -224,12 +225,10 @@ struct DkdvTmaKernel {
     const int tid = threadIdx.x;
     const int wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
     const BwdScore score(p);
-    constexpr bool kDkOnly = kDK && !kDV && kPtFree;
-    constexpr bool kDvOnly = kDV && !kDK && kPtFree;
-    if constexpr (kDkOnly) named_barrier_arrive(2, 256);  // P^T buffer free at the start
     Walker walker;
     int b, g, n;
     uint32_t unit_iter = 0, tile_iter = 0;
+    uint32_t pt_iter = 0;  // tiles processed (not skipped): phase of pt_empty
     for (long unit = blockIdx.x; walker.get<true>(p, unit, p.num_heads_k, kBn, b, g, n);
          unit += gridDim.x, ++unit_iter) {
       const UnitTiles u(p, b, n);
@@ -247,11 +246,14 @@ struct DkdvTmaKernel {
         const int s = tile_iter % kS;
         mbar_wait(bars.q_full(s), (tile_iter / kS) & 1);  // Q, dO, lse, D of tile t landed
         const int m0 = (u.m_lo + t % u.n_m) * kBm;
-        if (score.raw)
-          V2::template tile_raw<kDV, kDK, kPtFree>(sm, s, score, u.vis, m0, key0, lane, warp,
-                                                   tid % 128, acc_dv, acc_dk);
-        else
+        if (score.raw) {
+          if (V2::template tile_raw<kDV, kDK, kPtFree>(sm, s, score, u.vis, m0, key0, lane, warp,
+                                                       tid % 128, acc_dv, acc_dk, bars.pt_empty(),
+                                                       pt_iter & 1))
+            ++pt_iter;
+        } else {
           V2::template tile<kDV, kDK>(sm, s, score, u.vis, m0, key0, lane, warp, acc_dv, acc_dk);
+        }
         mbar_arrive(bars.q_empty(s));  // release stage s (this thread's reads)
       }
       mbar_arrive(bars.kv_empty());  // release K_n, V_n
@@ -264,7 +266,6 @@ struct DkdvTmaKernel {
         V2::store(p.dk, p.dk_batch_stride, p.dk_row_stride, p.dk_head_stride, b, g, u.sg, key_r,
                   lane % 4, acc_dk, true, p.softmax_scale);
     }
-    if constexpr (kDvOnly) named_barrier_sync(2, 256);  // the dK warpgroup's last arrival
   }
 };
 
@@ -287,6 +288,7 @@ __global__ void __launch_bounds__(Cfg::kDkdvTmaThreads, 1)
       mbar_init(bars.q_full(s), 32);
       mbar_init(bars.q_empty(s), K::kConsumerWarps * 32);
     }
+    mbar_init(bars.pt_empty(), 128);
     fence_barrier_init();
   }
   __syncthreads();  // the only CTA-wide barrier: barriers initialised

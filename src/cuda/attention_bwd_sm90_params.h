@@ -180,7 +180,7 @@ struct BwdConfig {
                 "setmaxnreg split over the registers the CTA launched with");
   static constexpr int kDkdvTmaOffBars = kDkdvOffP + kPBytes;
   // kv_full, kv_empty, q_full[stage], q_empty[stage]
-  static constexpr int kDkdvTmaBarriers = 2 + 2 * kStages;
+  static constexpr int kDkdvTmaBarriers = 3 + 2 * kStages;  // kv full/empty, q full/empty[s], pt_empty
   static constexpr int kDkdvTmaSmemBytes = kDkdvTmaOffBars + kDkdvTmaBarriers * 8 + 1024;
   static_assert(kDkdvTmaSmemBytes <= 227 * 1024, "v3 dK/dV shared memory over the sm90 limit");
 
