@@ -46,6 +46,7 @@
 #pragma once
 
 #include "cuda/attention_bwd_sm90_dkdv.h"
+#include "cuda/attention_bwd_sm90_tile_loads.h"
 
 namespace samebits::cuda::sm90::bwd {
 
@@ -91,33 +92,7 @@ struct DkdvTmaKernel {
   };
 
   // ---------------------------------------------------------------- producer
-  // Hand load of a kRows x d tile by the 32 lanes of one warp into the
-  // swizzled chunk layout; rows >= valid_rows are zero and never read.
-  template <int kRows>
-  __device__ static void load_by_hand(uint8_t* dst, const uint16_t* src, int64_t row_stride,
-                                      int valid_rows, int lane) {
-    constexpr int kUnitsPerRow = kD / 8;
-    constexpr int kRowBytes = Cfg::kRowBytes;
-#pragma unroll 4
-    for (int idx = lane; idx < kRows * kUnitsPerRow; idx += 32) {
-      const int r = idx / kUnitsPerRow;
-      const int unit = idx % kUnitsPerRow;
-      uint4 val = make_uint4(0, 0, 0, 0);
-      if (r < valid_rows)
-        val = __ldg(reinterpret_cast<const uint4*>(src + r * row_stride + unit * 8));
-      uint8_t* chunk = dst + (unit / 8) * (kRows * kRowBytes);
-      *reinterpret_cast<uint4*>(chunk + r * kRowBytes + (((unit % 8) ^ (r % 8)) << 4)) = val;
-    }
-  }
-
-  template <int kRows>
-  __device__ static void tma_tile(uint8_t* dst, const CUtensorMap* map, uint64_t* bar, int row,
-                                  int head, int batch) {
-#pragma unroll
-    for (int c = 0; c < Cfg::kChunks; ++c)
-      tma_load_4d(dst + c * kRows * Cfg::kRowBytes, map, bar, c * Cfg::kChunk, row, head, batch);
-  }
-
+  // (tile loads: attention_bwd_sm90_tile_loads.h)
   __device__ static void producer(const AttentionBwdParams& p, const BwdMaps& maps,
                                   const Smem& sm, const Bars& bars) {
     const int lane = threadIdx.x % 32;
@@ -163,8 +138,8 @@ struct DkdvTmaKernel {
         if (m0 + kBm <= u.sg.lq) {
           if (lane == 0) {
             mbar_arrive_expect_tx(bars.q_full(s), 2 * Cfg::kQTileBytes);
-            tma_tile<kBm>(sm.q(s), &maps.q, bars.q_full(s), u.sg.q_row0 + m0, h, qb);
-            tma_tile<kBm>(sm.dout(s), &maps.dout, bars.q_full(s), u.sg.q_row0 + m0, h, qb);
+            tile_by_tma<Cfg, kBm>(sm.q(s), &maps.q, bars.q_full(s), u.sg.q_row0 + m0, h, qb);
+            tile_by_tma<Cfg, kBm>(sm.dout(s), &maps.dout, bars.q_full(s), u.sg.q_row0 + m0, h, qb);
           } else {
             mbar_arrive(bars.q_full(s));  // this lane's lse, D stores
           }
@@ -174,8 +149,8 @@ struct DkdvTmaKernel {
                                row0 * p.q_row_stride + h * p.q_head_stride;
           const uint16_t* ds = static_cast<const uint16_t*>(p.dout) + b * p.do_batch_stride +
                                row0 * p.do_row_stride + h * p.do_head_stride;
-          load_by_hand<kBm>(sm.q(s), qs, p.q_row_stride, u.sg.lq - m0, lane);
-          load_by_hand<kBm>(sm.dout(s), ds, p.do_row_stride, u.sg.lq - m0, lane);
+          tile_by_hand<Cfg, kBm>(sm.q(s), qs, p.q_row_stride, u.sg.lq - m0, lane);
+          tile_by_hand<Cfg, kBm>(sm.dout(s), ds, p.do_row_stride, u.sg.lq - m0, lane);
           fence_proxy_async_smem();  // generic stores -> wgmma's async proxy
           mbar_arrive(bars.q_full(s));
         }
@@ -195,8 +170,8 @@ struct DkdvTmaKernel {
       if (u.k0 + kBn <= u.sg.lk) {
         if (lane == 0) {
           mbar_arrive_expect_tx(bars.kv_full(), 2 * Cfg::kKVBytes);
-          tma_tile<kBn>(sm.k(), &maps.k, bars.kv_full(), u.sg.k_row0 + u.k0, g, kb);
-          tma_tile<kBn>(sm.v(), &maps.v, bars.kv_full(), u.sg.k_row0 + u.k0, g, kb);
+          tile_by_tma<Cfg, kBn>(sm.k(), &maps.k, bars.kv_full(), u.sg.k_row0 + u.k0, g, kb);
+          tile_by_tma<Cfg, kBn>(sm.v(), &maps.v, bars.kv_full(), u.sg.k_row0 + u.k0, g, kb);
         } else {
           mbar_arrive(bars.kv_full());
         }
@@ -207,8 +182,8 @@ struct DkdvTmaKernel {
                              row0 * p.k_row_stride + g * p.k_head_stride;
         const uint16_t* vs = static_cast<const uint16_t*>(p.v) + b * p.v_batch_stride +
                              row0 * p.v_row_stride + g * p.v_head_stride;
-        load_by_hand<kBn>(sm.k(), ks, p.k_row_stride, u.sg.lk - u.k0, lane);
-        load_by_hand<kBn>(sm.v(), vs, p.v_row_stride, u.sg.lk - u.k0, lane);
+        tile_by_hand<Cfg, kBn>(sm.k(), ks, p.k_row_stride, u.sg.lk - u.k0, lane);
+        tile_by_hand<Cfg, kBn>(sm.v(), vs, p.v_row_stride, u.sg.lk - u.k0, lane);
         fence_proxy_async_smem();
         mbar_arrive(bars.kv_full());
       }

@@ -44,6 +44,7 @@
 #pragma once
 
 #include "cuda/attention_bwd_sm90_dq.h"
+#include "cuda/attention_bwd_sm90_tile_loads.h"
 
 namespace samebits::cuda::sm90::bwd {
 
@@ -91,44 +92,15 @@ struct DqTmaKernel {
     }
   };
 
-  // ---------------------------------------------------------------- producer
-  // Hand load of a kRows x d tile by the 32 lanes of the producer warp into
-  // the swizzled chunk layout TMA writes (element (r, c): chunk c / 64, row
-  // r, 16-byte unit ((c % 64) / 8) ^ (r % 8)); rows >= valid_rows are zero
-  // and never read.
-  template <int kRows>
-  __device__ static void load_by_hand(uint8_t* dst, const uint16_t* src, int64_t row_stride,
-                                      int valid_rows, int lane) {
-    constexpr int kUnitsPerRow = kD / 8;
-    constexpr int kRowBytes = Cfg::kRowBytes;
-#pragma unroll 4
-    for (int idx = lane; idx < kRows * kUnitsPerRow; idx += 32) {
-      const int r = idx / kUnitsPerRow;
-      const int unit = idx % kUnitsPerRow;
-      uint4 val = make_uint4(0, 0, 0, 0);
-      if (r < valid_rows)
-        val = __ldg(reinterpret_cast<const uint4*>(src + r * row_stride + unit * 8));
-      uint8_t* chunk = dst + (unit / 8) * (kRows * kRowBytes);
-      *reinterpret_cast<uint4*>(chunk + r * kRowBytes + (((unit % 8) ^ (r % 8)) << 4)) = val;
-    }
-  }
 
+  // ---------------------------------------------------------------- producer
+  // (tile loads: attention_bwd_sm90_tile_loads.h)
   // After a hand load: every lane fences its generic-proxy stores toward
   // the async proxy (wgmma reads them), the warp meets, one lane arrives.
   __device__ static void signal_after_hand_load(uint64_t* bar, int lane) {
     fence_proxy_async_smem();
     __syncwarp();
     if (lane == 0) mbar_arrive(bar);
-  }
-
-  // A kRows-row tile of one 4D map at (row, head, batch), all d / 64 column
-  // chunks, completing on `bar` (whose expected bytes the caller set).
-  template <int kRows>
-  __device__ static void tma_tile(uint8_t* dst, const CUtensorMap* map, uint64_t* bar, int row,
-                                  int head, int batch) {
-#pragma unroll
-    for (int c = 0; c < Cfg::kChunks; ++c)
-      tma_load_4d(dst + c * kRows * Cfg::kRowBytes, map, bar, c * Cfg::kChunk, row, head, batch);
   }
 
   __device__ static void producer(const AttentionBwdParams& p, const BwdMaps& maps,
@@ -161,8 +133,8 @@ struct DqTmaKernel {
         if (k0 + kBn <= u.sg.lk) {
           if (lane == 0) {
             mbar_arrive_expect_tx(sm.kv_full(s), 2 * Cfg::kDqKVBytes);
-            tma_tile<kBn>(sm.k(s), &maps.k, sm.kv_full(s), u.sg.k_row0 + k0, hk, kb);
-            tma_tile<kBn>(sm.v(s), &maps.v, sm.kv_full(s), u.sg.k_row0 + k0, hk, kb);
+            tile_by_tma<Cfg, kBn>(sm.k(s), &maps.k, sm.kv_full(s), u.sg.k_row0 + k0, hk, kb);
+            tile_by_tma<Cfg, kBn>(sm.v(s), &maps.v, sm.kv_full(s), u.sg.k_row0 + k0, hk, kb);
           }
         } else {
           // The tile that crosses lk: keys >= lk zero (they are masked too).
@@ -171,8 +143,8 @@ struct DqTmaKernel {
                                row0 * p.k_row_stride + hk * p.k_head_stride;
           const uint16_t* vs = static_cast<const uint16_t*>(p.v) + b * p.v_batch_stride +
                                row0 * p.v_row_stride + hk * p.v_head_stride;
-          load_by_hand<kBn>(sm.k(s), ks, p.k_row_stride, u.sg.lk - k0, lane);
-          load_by_hand<kBn>(sm.v(s), vs, p.v_row_stride, u.sg.lk - k0, lane);
+          tile_by_hand<Cfg, kBn>(sm.k(s), ks, p.k_row_stride, u.sg.lk - k0, lane);
+          tile_by_hand<Cfg, kBn>(sm.v(s), vs, p.v_row_stride, u.sg.lk - k0, lane);
           signal_after_hand_load(sm.kv_full(s), lane);
         }
         ++tile_iter;
@@ -192,8 +164,8 @@ struct DqTmaKernel {
       if (u.m0 + kBm <= u.sg.lq) {
         if (lane == 0) {
           mbar_arrive_expect_tx(sm.q_full(), 2 * Cfg::kDqQBytes);
-          tma_tile<kBm>(sm.q(), &maps.q, sm.q_full(), u.sg.q_row0 + u.m0, h, qb);
-          tma_tile<kBm>(sm.dout(), &maps.dout, sm.q_full(), u.sg.q_row0 + u.m0, h, qb);
+          tile_by_tma<Cfg, kBm>(sm.q(), &maps.q, sm.q_full(), u.sg.q_row0 + u.m0, h, qb);
+          tile_by_tma<Cfg, kBm>(sm.dout(), &maps.dout, sm.q_full(), u.sg.q_row0 + u.m0, h, qb);
         }
       } else {
         // The tile that crosses lq: rows >= lq zero (P = G = 0 there).
@@ -202,8 +174,8 @@ struct DqTmaKernel {
                              row0 * p.q_row_stride + h * p.q_head_stride;
         const uint16_t* ds = static_cast<const uint16_t*>(p.dout) + b * p.do_batch_stride +
                              row0 * p.do_row_stride + h * p.do_head_stride;
-        load_by_hand<kBm>(sm.q(), qs, p.q_row_stride, u.sg.lq - u.m0, lane);
-        load_by_hand<kBm>(sm.dout(), ds, p.do_row_stride, u.sg.lq - u.m0, lane);
+        tile_by_hand<Cfg, kBm>(sm.q(), qs, p.q_row_stride, u.sg.lq - u.m0, lane);
+        tile_by_hand<Cfg, kBm>(sm.dout(), ds, p.do_row_stride, u.sg.lq - u.m0, lane);
         signal_after_hand_load(sm.q_full(), lane);
       }
 
