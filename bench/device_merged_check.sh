@@ -4,21 +4,25 @@
 # suite under the default schedule and under v4 forced; the row kernels
 # against the previous library (bits, speed, N sweep); the GEMM checks and
 # timings beside cuBLAS; the Python CUDA tests and `samebits verify`; decode
-# beside cuDNN / flash SDPA under CUDA-graph replay. Logs under $OUT, a
-# summary last.
+# beside cuDNN / flash SDPA under CUDA-graph replay. Logs packed into
+# $OUT/merged_check.tgz, the summary in $OUT/summary.txt and printed last.
 # The carried folder (CARRY, default .carry/final3) holds libsamebits.so,
 # test_attention_bwd_sm90, test_attention_decode_sm90 and old/libsamebits.so
 # (the library the row kernels are compared with). Run from the repository
 # root: bash bench/device_merged_check.sh
 set -uo pipefail
+sum=()
 C=$PWD/${CARRY:-.carry/final3}
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
+FINAL_OUT=${OUT:-/tmp/out}
+# Everything is written under a work folder and packed into one archive at
+# the end: the device tool brings back only a few files of a call.
+OUT=$(mktemp -d)
+trap 'tar czf "$FINAL_OUT/merged_check.tgz" -C "$OUT" . && printf "%s\n" "${sum[@]}" > "$FINAL_OUT/summary.txt"' EXIT
+mkdir -p "$FINAL_OUT"
 export SAMEBITS_BWD_TMA_STRICT=1
 PYENV=(env SAMEBITS_LIBRARY="$C/libsamebits.so" PYTHONPATH="$PWD/python")
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
 sha256sum "$C/libsamebits.so" | tee "$OUT/lib_sha256.txt"
-sum=()
 count() { echo "pass=$(grep -c '^\[PASS\]' "$1") fail=$(grep -c '^\[FAIL\]' "$1")"; }
 
 LD_LIBRARY_PATH=$C timeout 100 "$C/test_attention_bwd_sm90" > "$OUT/bwd.log" 2>&1
