@@ -155,6 +155,16 @@ __device__ __forceinline__ int64_t slot_j0(int c) {
   return (int64_t(c) * kRowThreads + threadIdx.x) * V;
 }
 
+// The NV packs of this thread of row `row` (stride `stride` elements) of
+// `base`; every element reads as +0 when n == 0 (a row past the end).
+template <class E, int V, int NV>
+__device__ __forceinline__ void load_row(Pack<E, V> (&dst)[NV], const void* base, int64_t row, int64_t stride,
+                                         int64_t n) {
+  const E* x = static_cast<const E*>(base) + row * stride;
+#pragma unroll
+  for (int c = 0; c < NV; ++c) dst[c] = load_pack<E, V>(x, slot_j0<V>(c), n, aligned16(x));
+}
+
 // The fixed CTA tree (see top) over the threads' partial sums of R rows at
 // once; row i's tree touches only v[i] and red[i]. The leading barrier lets
 // the function be called repeatedly on the same `red`.
@@ -234,15 +244,9 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 1>)
 #pragma unroll
   for (int i = 0; i < R; ++i) {
     const int64_t ni = r0 + i < p.rows ? n : 0;
-    const T* x = static_cast<const T*>(p.x) + (r0 + i) * p.x_row_stride;
-#pragma unroll
-    for (int c = 0; c < NV; ++c) h[i][c] = load_pack<T, V>(x, slot_j0<V>(c), ni, aligned16(x));
+    load_row(h[i], p.x, r0 + i, p.x_row_stride, ni);
     if constexpr (kRes) {
-      if (has_res) {
-        const T* res = static_cast<const T*>(p.residual) + (r0 + i) * p.residual_row_stride;
-#pragma unroll
-        for (int c = 0; c < NV; ++c) rv[i][c] = load_pack<T, V>(res, slot_j0<V>(c), ni, aligned16(res));
-      }
+      if (has_res) load_row(rv[i], p.residual, r0 + i, p.residual_row_stride, ni);
     }
   }
   // h = round(x + residual), the rounded sum is normalized; sum of squares
@@ -311,8 +315,7 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 1>)
   // across the barrier
   Pack<TW, V> wv[NV];
   if (w)
-#pragma unroll
-    for (int c = 0; c < NV; ++c) wv[c] = load_pack<TW, V>(w, slot_j0<V>(c), n, aligned16(w));
+    load_row(wv, w, 0, 0, n);
 #pragma unroll
   for (int i = 0; i < R; ++i) {
     const int64_t r = r0 + i;
@@ -361,8 +364,7 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 2>)
     rstd[i] = live ? p.rstd[r0 + i] : 0.0f;
   }
   if (w)
-#pragma unroll
-    for (int c = 0; c < NV; ++c) wv[c] = load_pack<TW, V>(w, slot_j0<V>(c), n, aligned16(w));
+    load_row(wv, w, 0, 0, n);
   // sum of g * xhat
   float s[R];
 #pragma unroll
@@ -385,8 +387,7 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 2>)
   launder(dv);
   // the weight is read again (an L1 hit) rather than held across the barrier
   if (w)
-#pragma unroll
-    for (int c = 0; c < NV; ++c) wv[c] = load_pack<TW, V>(w, slot_j0<V>(c), n, aligned16(w));
+    load_row(wv, w, 0, 0, n);
 #pragma unroll
   for (int i = 0; i < R; ++i) {
     const int64_t r = r0 + i;
@@ -422,9 +423,7 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 1>)
 #pragma unroll
   for (int i = 0; i < R; ++i) {
     const int64_t ni = r0 + i < p.rows ? n : 0;
-    const TX* x = static_cast<const TX*>(p.x) + (r0 + i) * p.x_row_stride;
-#pragma unroll
-    for (int c = 0; c < NV; ++c) xv[i][c] = load_pack<TX, V>(x, slot_j0<V>(c), ni, aligned16(x));
+    load_row(xv[i], p.x, r0 + i, p.x_row_stride, ni);
   }
   float mx[R];
 #pragma unroll
@@ -546,9 +545,7 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 1>)
 #pragma unroll
   for (int i = 0; i < R; ++i) {
     const int64_t ni = r0 + i < p.rows ? n : 0;
-    const TX* x = static_cast<const TX*>(p.x) + (r0 + i) * p.x_row_stride;
-#pragma unroll
-    for (int c = 0; c < NV; ++c) xv[i][c] = load_pack<TX, V>(x, slot_j0<V>(c), ni, aligned16(x));
+    load_row(xv[i], p.x, r0 + i, p.x_row_stride, ni);
   }
   float s[R];
 #pragma unroll
@@ -715,8 +712,7 @@ __global__ void __launch_bounds__(kRowThreads, 1)
   const float rs_lane = (t % 32) < rows_here ? p.rstd[r0 + t % 32] : 0.0f;
   Pack<TW, V> wv[NV];  // held for the whole chunk, or (kDwHoldWeight false) reloaded per use, an L1 hit
   if (kDwHoldWeight<NV> && w)
-#pragma unroll
-    for (int c = 0; c < NV; ++c) wv[c] = load_pack<TW, V>(w, slot_j0<V>(c), n, aligned16(w));
+    load_row(wv, w, 0, 0, n);
   float acc[NV][V];  // the chunk's dw partial of this thread's columns
 #pragma unroll
   for (int c = 0; c < NV; ++c)
