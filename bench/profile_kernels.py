@@ -1,0 +1,151 @@
+"""Which kernels run, and for how long, inside one samebits call and its peers'.
+
+A timeline view that events around a call cannot give: for each case the
+kernels launched (name, grid time) and the gaps between them, from
+torch.profiler (CUPTI), with L2 flushed (256 MiB write) before each call and
+the call replayed from a CUDA graph (as decode steps are served) or eager.
+Cases: decode (samebits paged page 64 / SDPA flash / SDPA cuDNN; GQA 8:1,
+d128, bf16) at small batch x context, and GEMM (samebits.linear / F.linear,
+bf16) at a few M; the names show, e.g., whether cuBLAS splits K.
+
+usage: python bench/profile_kernels.py --out DIR [--reps 5] [--only decode|gemm]
+Writes DIR/profile_kernels.json (per case: median duration of each kernel,
+the summed kernel time, and the span from the first kernel's start to the
+last one's end) and prints a table.
+"""
+import argparse
+import json
+import os
+import statistics
+
+import torch
+import torch.nn.functional as F
+
+import samebits
+
+
+def decode_cases():
+    H, HK, D, PAGE = 64, 8, 128, 64
+    for B, ctx in ((1, 1024), (1, 4096), (1, 32768), (4, 1024), (16, 1024), (64, 1024), (256, 1024), (64, 4096)):
+        q = torch.randn(B, 1, H, D, dtype=torch.bfloat16, device="cuda")
+        pages = B * ctx // PAGE
+        kc = torch.randn(pages, PAGE, HK, D, dtype=torch.bfloat16, device="cuda")
+        vc = torch.randn_like(kc)
+        table = torch.randperm(pages, device="cuda", dtype=torch.int32).view(B, ctx // PAGE)
+        seqlens = torch.full((B,), ctx, dtype=torch.int32, device="cuda")
+        ws_bytes, _ = samebits.kvcache_workspace_size(q, kc, table)
+        ws = torch.empty(max(ws_bytes, 1), dtype=torch.uint8, device="cuda")
+        kd = kc[table.long().view(-1)].view(B, ctx, HK, D).transpose(1, 2).contiguous()
+        vd = vc[table.long().view(-1)].view(B, ctx, HK, D).transpose(1, 2).contiguous()
+        qd = q.transpose(1, 2)
+        kv_bytes = 2 * B * ctx * HK * D * 2
+        yield f"decode {B}x{ctx} samebits", kv_bytes, (
+            lambda q=q, kc=kc, vc=vc, s=seqlens, t=table, ws=ws: samebits.attention_with_kvcache(
+                q, kc, vc, cache_seqlens=s, block_table=t, causal=True, workspace=ws))
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
+            def call(backend=backend, qd=qd, kd=kd, vd=vd):
+                with sdpa_kernel(backend):
+                    return F.scaled_dot_product_attention(qd, kd, vd, enable_gqa=True)
+            yield f"decode {B}x{ctx} {name}", kv_bytes, call
+
+
+def gemm_cases():
+    for N, K in ((4096, 4096), (14336, 4096)):
+        w = torch.randn(N, K, dtype=torch.bfloat16, device="cuda") / K ** 0.5
+        for M in (1, 16, 64, 256, 2048, 16384):
+            x = torch.randn(M, K, dtype=torch.bfloat16, device="cuda")
+            flops = 2 * M * N * K
+            yield f"gemm {M}x{N}x{K} samebits", flops, (lambda x=x, w=w: samebits.dense.linear(x, w))
+            yield f"gemm {M}x{N}x{K} cublas", flops, (lambda x=x, w=w: F.linear(x, w))
+
+
+def graphed(fn):
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    torch.cuda.synchronize()
+    return g.replay
+
+
+def profile_case(fn, flush, reps, out_path):
+    """Kernels of `reps` calls, each after an L2 flush; per call: [(name, start_us, dur_us)]."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA, ProfilerActivity.CPU]) as prof:
+        for _ in range(reps):
+            flush.zero_()
+            torch.cuda.synchronize()
+            fn()
+            torch.cuda.synchronize()
+    prof.export_chrome_trace(out_path)
+    with open(out_path) as f:
+        trace = json.load(f)
+    os.remove(out_path)
+    kernels = sorted((e for e in trace["traceEvents"] if e.get("cat") == "kernel"), key=lambda e: e["ts"])
+    calls, cur = [], None
+    for e in kernels:
+        if e["name"].startswith("void at::native::vectorized_elementwise_kernel") and e["dur"] > 20:
+            cur = []  # the flush (a 256 MiB fill) opens a call
+            calls.append(cur)
+            continue
+        if cur is not None:
+            cur.append((e["name"], float(e["ts"]), float(e["dur"])))
+    return [c for c in calls if c]
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--only", choices=["decode", "gemm"])
+    ap.add_argument("--eager", action="store_true", help="profile eager calls instead of graph replays")
+    args = ap.parse_args()
+    torch.manual_seed(0)
+    samebits.set_value_checks(False)
+    flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    gens = []
+    if args.only != "gemm":
+        gens.append(decode_cases())
+    if args.only != "decode":
+        gens.append(gemm_cases())
+    rows = []
+    tmp = os.path.join(args.out, "_trace.json")
+    for gen in gens:
+        for name, work, fn in gen:
+            try:
+                run = fn if args.eager else graphed(fn)
+                calls = profile_case(run, flush, args.reps, tmp)
+            except Exception as e:  # noqa: BLE001 - a peer that cannot run this case
+                rows.append({"case": name, "error": f"{type(e).__name__}: {str(e)[:160]}"})
+                print(f"{name:40s} ERROR {rows[-1]['error']}", flush=True)
+                continue
+            kinds = {}
+            for c in calls:
+                for i, (kn, _, d) in enumerate(c):
+                    kinds.setdefault((i, kn), []).append(d)
+            spans = [c[-1][1] + c[-1][2] - c[0][1] for c in calls]
+            busy = [sum(d for _, _, d in c) for c in calls]
+            row = {"case": name, "work": work, "calls": len(calls),
+                   "kernels": [{"index": i, "name": kn, "median_us": statistics.median(ds)}
+                               for (i, kn), ds in sorted(kinds.items())],
+                   "span_us": statistics.median(spans), "busy_us": statistics.median(busy)}
+            rows.append(row)
+            unit = "GB/s" if name.startswith("decode") else "TFLOP/s"
+            rate = work / (row["span_us"] * 1e-6) / (1e9 if unit == "GB/s" else 1e12)
+            print(f"{name:40s} span {row['span_us']:8.1f} us  busy {row['busy_us']:8.1f} us  {rate:7.1f} {unit}",
+                  flush=True)
+            for k in row["kernels"]:
+                print(f"    [{k['index']}] {k['median_us']:8.1f} us  {k['name'][:150]}", flush=True)
+    with open(os.path.join(args.out, "profile_kernels.json"), "w") as f:
+        json.dump({"gpu": torch.cuda.get_device_name(), "graph": not args.eager, "rows": rows}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
