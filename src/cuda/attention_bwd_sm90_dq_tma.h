@@ -1,6 +1,6 @@
 // sm90 attention backward, pass 3 (dQ), v3: a TMA producer warp and an
-// mbarrier ring (build switch SAMEBITS_BWD_TMA, default off; the v2 kernel
-// in attention_bwd_sm90_dq.h is the default).
+// mbarrier ring (build switch SAMEBITS_BWD_TMA, default on; OFF builds the
+// v2 kernel of attention_bwd_sm90_dq.h instead).
 //
 // Same work units, same tiles, same element formulas and the same wgmma
 // chains as v2 (the consumer body below is v2's loop body with the loads
@@ -20,16 +20,19 @@
 //
 // Barriers (shared memory, BwdConfig::kDqTmaBarriers):
 //   q_full        producer -> consumers: Q and dO of the unit landed.
-//                 1 arrival (+ transaction bytes, or after a hand load)
-//   q_empty       consumers -> producer: every consumer warp has finished
+//                 32 arrivals: every producer lane (lane 0's with the
+//                 transaction bytes, or each after its part of a hand load)
+//   q_empty       consumers -> producer: every consumer thread has finished
 //                 its unit (last wgmma waited), Q and dO may be overwritten.
-//                 4 * kDqWarpgroups arrivals
+//                 kConsumerThreads arrivals
 //   kv_full[s]    producer -> consumers: K and V of a tile in stage s.
-//                 1 arrival (+ transaction bytes, or after a hand load)
-//   kv_empty[s]   consumers -> producer: every consumer warp is done with
+//                 32 arrivals, as q_full
+//   kv_empty[s]   consumers -> producer: every consumer thread is done with
 //                 stage s (its last wgmma on it waited, or it skipped the
-//                 tile after kv_full). 4 * kDqWarpgroups arrivals
-// Every consumer warp waits kv_full before it arrives on kv_empty, even for
+//                 tile after kv_full). kConsumerThreads arrivals
+// Each thread arrives for itself, so no barrier completes before the
+// stores and reads of every thread it stands for (no warp-level hand-off).
+// Every consumer thread waits kv_full before it arrives on kv_empty, even for
 // a tile its warpgroup skips, so a phase of kv_empty never completes while
 // the TMA writes of the same phase are in flight.
 // Both sides walk the same units and tiles, so running counters (units,
@@ -95,12 +98,14 @@ struct DqTmaKernel {
 
   // ---------------------------------------------------------------- producer
   // (tile loads: attention_bwd_sm90_tile_loads.h)
-  // After a hand load: every lane fences its generic-proxy stores toward
-  // the async proxy (wgmma reads them), the warp meets, one lane arrives.
-  __device__ static void signal_after_hand_load(uint64_t* bar, int lane) {
+  // After a hand load: every lane fences its own generic-proxy stores
+  // toward the async proxy (wgmma reads them) and arrives itself, so the
+  // barrier completes only once every lane's stores are ordered (the full
+  // barriers count 32 arrivals; on the TMA path lane 0 arrives with the
+  // transaction bytes and the other lanes plainly).
+  __device__ static void signal_after_hand_load(uint64_t* bar) {
     fence_proxy_async_smem();
-    __syncwarp();
-    if (lane == 0) mbar_arrive(bar);
+    mbar_arrive(bar);
   }
 
   __device__ static void producer(const AttentionBwdParams& p, const BwdMaps& maps,
@@ -135,6 +140,8 @@ struct DqTmaKernel {
             mbar_arrive_expect_tx(sm.kv_full(s), 2 * Cfg::kDqKVBytes);
             tile_by_tma<Cfg, kBn>(sm.k(s), &maps.k, sm.kv_full(s), u.sg.k_row0 + k0, hk, kb);
             tile_by_tma<Cfg, kBn>(sm.v(s), &maps.v, sm.kv_full(s), u.sg.k_row0 + k0, hk, kb);
+          } else {
+            mbar_arrive(sm.kv_full(s));
           }
         } else {
           // The tile that crosses lk: keys >= lk zero (they are masked too).
@@ -145,7 +152,7 @@ struct DqTmaKernel {
                                row0 * p.v_row_stride + hk * p.v_head_stride;
           tile_by_hand<Cfg, kBn>(sm.k(s), ks, p.k_row_stride, u.sg.lk - k0, lane);
           tile_by_hand<Cfg, kBn>(sm.v(s), vs, p.v_row_stride, u.sg.lk - k0, lane);
-          signal_after_hand_load(sm.kv_full(s), lane);
+          signal_after_hand_load(sm.kv_full(s));
         }
         ++tile_iter;
       };
@@ -166,6 +173,8 @@ struct DqTmaKernel {
           mbar_arrive_expect_tx(sm.q_full(), 2 * Cfg::kDqQBytes);
           tile_by_tma<Cfg, kBm>(sm.q(), &maps.q, sm.q_full(), u.sg.q_row0 + u.m0, h, qb);
           tile_by_tma<Cfg, kBm>(sm.dout(), &maps.dout, sm.q_full(), u.sg.q_row0 + u.m0, h, qb);
+        } else {
+          mbar_arrive(sm.q_full());
         }
       } else {
         // The tile that crosses lq: rows >= lq zero (P = G = 0 there).
@@ -176,7 +185,7 @@ struct DqTmaKernel {
                              row0 * p.do_row_stride + h * p.do_head_stride;
         tile_by_hand<Cfg, kBm>(sm.q(), qs, p.q_row_stride, u.sg.lq - u.m0, lane);
         tile_by_hand<Cfg, kBm>(sm.dout(), ds, p.do_row_stride, u.sg.lq - u.m0, lane);
-        signal_after_hand_load(sm.q_full(), lane);
+        signal_after_hand_load(sm.q_full());
       }
 
       for (int t = early; t < u.n_tiles; ++t) load_kv(t);
@@ -307,11 +316,9 @@ struct DqTmaKernel {
           fence_regs(acc);
           fence_regs(af);
         }
-        __syncwarp();  // every lane's reads of stage s before lane 0's release
-        if (lane == 0) mbar_arrive(sm.kv_empty(s));  // release K, V of stage s
+        mbar_arrive(sm.kv_empty(s));  // release K, V of stage s (this thread's reads)
       }
-      __syncwarp();
-      if (lane == 0) mbar_arrive(sm.q_empty());  // release Q, dO
+      mbar_arrive(sm.q_empty());  // release Q, dO (this thread's reads)
 
       // dq = round(scale * dQ). Overwrites D of the same rows, read above by
       // this thread only, and by pass 2, which has finished.
@@ -340,11 +347,13 @@ __global__ void __launch_bounds__(Cfg::kDqTmaThreads, 1)
   const typename K::Smem sm{reinterpret_cast<uint8_t*>(
       (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023))};
   if (threadIdx.x == 0) {
-    mbar_init(sm.q_full(), 1);
-    mbar_init(sm.q_empty(), K::kConsumerWarps);
+    // every producer lane and every consumer thread arrives (see
+    // signal_after_hand_load and the consumers' releases)
+    mbar_init(sm.q_full(), 32);
+    mbar_init(sm.q_empty(), K::kConsumerThreads);
     for (int s = 0; s < K::kS; ++s) {
-      mbar_init(sm.kv_full(s), 1);
-      mbar_init(sm.kv_empty(s), K::kConsumerWarps);
+      mbar_init(sm.kv_full(s), 32);
+      mbar_init(sm.kv_empty(s), K::kConsumerThreads);
     }
     fence_barrier_init();
   }
