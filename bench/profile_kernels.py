@@ -42,6 +42,19 @@ def decode_cases():
         yield f"decode {B}x{ctx} samebits", kv_bytes, (
             lambda q=q, kc=kc, vc=vc, s=seqlens, t=table, ws=ws: samebits.attention_with_kvcache(
                 q, kc, vc, cache_seqlens=s, block_table=t, causal=True, workspace=ws))
+        # the same keys in other layouts: pages of one head's slots each
+        # (num_pages, Hk, page, D) seen as (num_pages, page, Hk, D), and the
+        # peers' own (B, Hk, context, D) memory seen as (B, context, Hk, D)
+        kh = kc.transpose(1, 2).contiguous().transpose(1, 2)
+        vh = vc.transpose(1, 2).contiguous().transpose(1, 2)
+        yield f"decode {B}x{ctx} samebits-hnd-paged", kv_bytes, (
+            lambda q=q, kc=kh, vc=vh, s=seqlens, t=table, ws=ws: samebits.attention_with_kvcache(
+                q, kc, vc, cache_seqlens=s, block_table=t, causal=True, workspace=ws))
+        ws2 = torch.empty(max(samebits.kvcache_workspace_size(q, kd.transpose(1, 2), None)[0], 1),
+                          dtype=torch.uint8, device="cuda")
+        yield f"decode {B}x{ctx} samebits-peers-memory", kv_bytes, (
+            lambda q=q, kc=kd.transpose(1, 2), vc=vd.transpose(1, 2), s=seqlens, ws=ws2:
+            samebits.attention_with_kvcache(q, kc, vc, cache_seqlens=s, causal=True, workspace=ws))
         from torch.nn.attention import SDPBackend, sdpa_kernel
         for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
             def call(backend=backend, qd=qd, kd=kd, vd=vd):
@@ -75,13 +88,16 @@ def graphed(fn):
     return g.replay
 
 
-def profile_case(fn, flush, reps, out_path):
+def profile_case(fn, flush, reps, out_path, warm=False):
     """Kernels of `reps` calls, each after an L2 flush; per call: [(name, start_us, dur_us)]."""
     from torch.profiler import ProfilerActivity, profile
     with profile(activities=[ProfilerActivity.CUDA, ProfilerActivity.CPU]) as prof:
         for _ in range(reps):
             flush.zero_()
             torch.cuda.synchronize()
+            if warm:
+                fn()  # the call's data back into L2
+                torch.cuda.synchronize()
             fn()
             torch.cuda.synchronize()
     prof.export_chrome_trace(out_path)
@@ -97,6 +113,8 @@ def profile_case(fn, flush, reps, out_path):
             continue
         if cur is not None:
             cur.append((e["name"], float(e["ts"]), float(e["dur"])))
+    if warm:  # each group holds the warming call, then the timed one
+        calls = [c[len(c) // 2:] for c in calls]
     return [c for c in calls if c]
 
 
@@ -106,6 +124,9 @@ def main():
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--only", choices=["decode", "gemm"])
     ap.add_argument("--eager", action="store_true", help="profile eager calls instead of graph replays")
+    ap.add_argument("--no-flush", action="store_true",
+                    help="leave L2 warm (the call's own data may be in it): separates memory from the rest")
+    ap.add_argument("--cases", default="", help="comma-separated substrings: only cases whose name has one")
     args = ap.parse_args()
     torch.manual_seed(0)
     samebits.set_value_checks(False)
@@ -119,9 +140,11 @@ def main():
     tmp = os.path.join(args.out, "_trace.json")
     for gen in gens:
         for name, work, fn in gen:
+            if args.cases and not any(c in name for c in args.cases.split(",")):
+                continue
             try:
                 run = fn if args.eager else graphed(fn)
-                calls = profile_case(run, flush, args.reps, tmp)
+                calls = profile_case(run, flush, args.reps, tmp, warm=args.no_flush)
             except Exception as e:  # noqa: BLE001 - a peer that cannot run this case
                 rows.append({"case": name, "error": f"{type(e).__name__}: {str(e)[:160]}"})
                 print(f"{name:40s} ERROR {rows[-1]['error']}", flush=True)
