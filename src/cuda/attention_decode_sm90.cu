@@ -145,8 +145,8 @@ sb_status launch_waves(const sb_attention_params& p, AttentionDecodeParams& kp, 
   const int variant = decode_variant(p, (q_count * kp.head_group + Cfg::kBlockM - 1) / Cfg::kBlockM,
                                      kp.max_splits);
   // One split per row at most (cache capacity <= one split): pass 1 writes
-  // the output itself, except in main's schedule.
-  kp.direct_out = variant != kDecodeMain && kp.max_splits == 1;
+  // the output itself and no combine is launched (decode_direct_out).
+  kp.direct_out = kp.max_splits == 1 && decode_direct_out(variant, D);
   const uintptr_t base = (reinterpret_cast<uintptr_t>(workspace) + DecodeWorkspace::kAlign - 1) /
                          DecodeWorkspace::kAlign * DecodeWorkspace::kAlign;
   for (int q0 = 0; q0 < p.seqlen_q; q0 += q_count) {

@@ -1,7 +1,19 @@
-// sm90 attention over a KV cache, pass 2: the combine kernel. One warp per
-// output row (sequence b, query head h, query row i) folds the splits the
-// row sees, in ascending order, from the f32 partials of pass 1, and writes
-// out and lse. Lane j holds the columns [j * d / 32, (j + 1) * d / 32).
+// sm90 attention over a KV cache, pass 2: the combine kernel. One row group
+// of threads per output row (sequence b, query head h, query row i) folds
+// the splits the row sees, in ascending order, from the f32 partials of
+// pass 1, and writes out and lse. Thread t of a row holds the columns
+// [t * kCols, (t + 1) * kCols).
+//
+// Loads. A row's partials of splits [s_lo, s_hi] are contiguous in the
+// workspace (acc [row][split][d], (m, l) [row][split][2]). They are copied
+// to shared memory by cp.async in chunks of up to kChunk splits, every
+// 16-byte piece of a chunk requested at once by the row's threads (no
+// register holds a load in flight), two chunk buffers: chunk c + 1 is in
+// flight while chunk c is folded. A row of <= kChunk splits (1 x 32k: 32)
+// costs one load latency. The kernel is launched with programmatic
+// dependent launch (attention_decode_sm90_launch_impl.h): its CTAs may start
+// while pass 1 drains, and wait (griddepcontrol.wait) for pass 1's
+// completion before the first load of a partial.
 //
 // Arithmetic: the forward's fold (attention_fwd_sm90_epilogue.h,
 // FoldState::fold / combine / finish) and output (write_output), operation
@@ -9,11 +21,15 @@
 // `started == false` branch), every later one folded with
 //   M' = max(M, m); Ms = (M' == -inf) ? 0 : M'; a = ex2(M - Ms); b = ex2(m - Ms)
 //   L = L*a + l*b;  ACC = ACC*a + acc*b          (each product and sum rounded)
-// then out = round(ACC * rcp_rn(L)), lse = (M + lg2(L)) * ln2. The forward
-// keeps these as members of FoldState and write_output, whose register
-// layout (the wgmma accumulator's) the combine does not share, so the
-// operations are restated here with the same intrinsics; fold_weights and
-// finish_row below are the two helpers that docs/decode_design.md proposes
+// then out = round(ACC * rcp_rn(L)), lse = (M + lg2(L)) * ln2. Every
+// thread of a row computes (M, L, a, b) itself from the same (m, l) values,
+// in the same order, so all agree; a column's ACC is folded by one thread,
+// splits strictly ascending. Where the bytes wait before the fold (shared
+// memory, how many splits ahead) is FREE. The forward keeps these as
+// members of FoldState and write_output, whose register layout (the wgmma
+// accumulator's) the combine does not share, so the operations are
+// restated here with the same intrinsics; fold_weights and
+// decode_finish_row are the two helpers that docs/decode_design.md proposes
 // to move into the forward's epilogue header so both call one definition.
 #pragma once
 
@@ -43,77 +59,143 @@ __device__ __forceinline__ void fold_weights(float& M, float& L, float m, float 
 template <class Cfg>
 struct DecodeCombine {
   using Elem = std::conditional_t<Cfg::kBf16, __nv_bfloat16, __half>;
-  static constexpr int kPer = Cfg::kHeadDim / 32;  // columns per lane
-  static_assert(kPer % 2 == 0, "lanes hold column pairs");
-  // FREE. Splits whose partials are loaded before they are folded (the
-  // fold itself stays strictly ascending); hides the load latency.
-  static constexpr int kBatch = 8;
-  static constexpr int kWarps = 4;
-  static constexpr int kThreads = 32 * kWarps;
+  static constexpr int kD = Cfg::kHeadDim;
+  // FREE. Columns per thread: pairs (stored as one bf16x2 / half2, as the
+  // forward's output), 4 at d 256 so a row keeps 64 threads.
+  static constexpr int kCols = kD >= 256 ? 4 : 2;
+  static constexpr int kRowThreads = kD / kCols;  // d 64: 32, d 128: 64, d 256: 64
+  static constexpr int kThreads = 64;
+  static constexpr int kRowsPerCta = kThreads / kRowThreads;  // d 64: 2 rows (one warp each), else 1
+  static_assert(kRowThreads * kRowsPerCta == kThreads, "rows tile the CTA");
+  static_assert(kRowsPerCta == 1 || kRowThreads == 32, "several rows per CTA: one warp each");
+  static_assert(kCols % 2 == 0, "threads hold column pairs");
+  // FREE. Splits whose partials are requested at once (one chunk buffer).
+  // Two buffers of the largest chunk stay under the 48 KiB of shared memory
+  // a CTA gets without an opt-in.
+  static constexpr int kChunk = kD >= 256 ? 16 : 32;
+  static_assert(kRowsPerCta * 2 * kChunk * (kD + 2) * 4 <= 48 * 1024, "combine buffers over 48 KiB");
 
-  __device__ static uint32_t pack(float lo, float hi) {
-    if constexpr (Cfg::kBf16) {
-      __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-      return *reinterpret_cast<uint32_t*>(&v);
-    } else {
-      __half2 v = __floats2half2_rn(lo, hi);
-      return *reinterpret_cast<uint32_t*>(&v);
-    }
+  // Shared-memory layout of one row, a pure function of max_splits (host
+  // and device derive the same): `stages` buffers of `chunk` splits, acc
+  // [stage][chunk][d] then (m, l) [stage][chunk][2], f32; the row's block
+  // rounded up to 16 bytes (cp.async 16-byte pieces stay aligned).
+  __host__ __device__ static int chunk_splits(int max_splits) {
+    return max_splits < kChunk ? max_splits : kChunk;
+  }
+  __host__ __device__ static int stages(int max_splits) { return max_splits > kChunk ? 2 : 1; }
+  __host__ __device__ static int row_floats(int max_splits) {
+    return (stages(max_splits) * chunk_splits(max_splits) * (kD + 2) + 3) / 4 * 4;
+  }
+  static size_t smem_bytes(int max_splits) {
+    return static_cast<size_t>(kRowsPerCta) * row_floats(max_splits) * sizeof(float);
   }
 
-  __device__ static void run(const AttentionDecodeParams& p) {
-    const int lane = threadIdx.x % 32;
-    const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32;
+  __device__ static void cp_async_16(float* dst, const float* src) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(dst)), "l"(src) : "memory");
+  }
+  __device__ static void cp_async_8(float* dst, const float* src) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(smem_addr(dst)), "l"(src) : "memory");
+  }
+  __device__ static void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+  template <int kPending>
+  __device__ static void cp_async_wait() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
+  }
+  // The threads of one row meet: every thread's completed cp.async bytes
+  // (cp_async_wait) become visible to the others, or every thread is done
+  // reading a buffer before it is refilled.
+  __device__ static void row_sync() {
+    if constexpr (kRowsPerCta == 1)
+      __syncthreads();
+    else
+      __syncwarp();
+  }
+
+  __device__ static void run(const AttentionDecodeParams& p, float* smem) {
+    const int t = threadIdx.x % kRowThreads;
+    const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerCta + threadIdx.x / kRowThreads;
     const int64_t rows = static_cast<int64_t>(p.batch) * p.num_heads * p.q_count;
-    if (row >= rows) return;
+    if (row >= rows) return;  // a whole row group (the CTA, or one warp of it)
     const int i = p.q_begin + static_cast<int>(row % p.q_count);
     const int h = static_cast<int>((row / p.q_count) % p.num_heads);
     const int b = static_cast<int>(row / (static_cast<int64_t>(p.q_count) * p.num_heads));
+    // seqused_k is not written by pass 1; the work before pass 1 in the
+    // stream completed before pass 1 (a plain launch) started, hence before
+    // this grid, so it may be read before the wait.
     const int lk = decode_keys(p, b);
     int lo, hi;
     decode_visibility(p, lk).row_bounds(i, lo, hi);
 
+    // Pass 1's partials (and, as the stream requires, all of pass 1's
+    // writes) are complete and visible after this; without programmatic
+    // serialization it returns at once.
+    grid_dependency_wait();
+
     float M = -CUDART_INF_F, L = 0.f;
-    float acc[kPer];
+    float acc[kCols];
 #pragma unroll
-    for (int j = 0; j < kPer; ++j) acc[j] = 0.f;
-    if (lk > 0 && hi >= lo) {
+    for (int j = 0; j < kCols; ++j) acc[j] = 0.f;
+    if (lk > 0 && hi >= lo) {  // the same for every thread of the row
       const int s_lo = lo / Cfg::kSplit, s_hi = hi / Cfg::kSplit;
-      const float* ws_acc = p.ws_acc + row * p.max_splits * Cfg::kHeadDim + lane * kPer;
-      const float* ws_ml = p.ws_ml + row * p.max_splits * 2;
-      bool started = false;
-      for (int s0 = s_lo; s0 <= s_hi; s0 += kBatch) {
-        float part[kBatch][kPer], m[kBatch], l[kBatch];
+      const int n = s_hi - s_lo + 1;  // <= max_splits
+      const int chunk = chunk_splits(p.max_splits);
+      const int chunks = (n + chunk - 1) / chunk;
+      float* const mine = smem + (threadIdx.x / kRowThreads) * row_floats(p.max_splits);
+      float* const sm_ml = mine + stages(p.max_splits) * chunk * kD;
+      const int64_t slot0 = row * p.max_splits + s_lo;  // workspace slot of split s_lo
+
+      // Chunk c (splits s_lo + c * chunk ...) into buffer c % 2, one group.
+      auto load = [&](int c) {
+        const int first = c * chunk, cnt = min(chunk, n - first);
+        float* dst = mine + (c % 2) * chunk * kD;
+        float* dst_ml = sm_ml + (c % 2) * chunk * 2;
+        const float* src = p.ws_acc + (slot0 + first) * kD;
+        const float* src_ml = p.ws_ml + (slot0 + first) * 2;
+        for (int k = t; k < cnt * (kD / 4); k += kRowThreads) cp_async_16(dst + 4 * k, src + 4 * k);
+        for (int k = t; k < cnt; k += kRowThreads) cp_async_8(dst_ml + 2 * k, src_ml + 2 * k);
+        cp_async_commit();
+      };
+
+      load(0);
+      if (chunks > 1) load(1);
+      for (int c = 0; c < chunks; ++c) {
+        // Chunk c has landed: this thread's pieces (wait_group; chunk c + 1
+        // may stay in flight), then everybody's (row_sync).
+        if (c + 1 < chunks)
+          cp_async_wait<1>();
+        else
+          cp_async_wait<0>();
+        row_sync();
+        const float* part = mine + (c % 2) * chunk * kD + t * kCols;
+        const float* ml = sm_ml + (c % 2) * chunk * 2;
+        const int cnt = min(chunk, n - c * chunk);
+        int u = 0;
+        if (c == 0) {  // the first split the row sees: copied
+          M = ml[0];
+          L = ml[1];
 #pragma unroll
-        for (int u = 0; u < kBatch; ++u) {
-          if (s0 + u > s_hi) break;
-          const float2 ml = *reinterpret_cast<const float2*>(ws_ml + (s0 + u) * 2);
-          m[u] = ml.x;
-          l[u] = ml.y;
-#pragma unroll
-          for (int j = 0; j < kPer; j += 2) {
-            const float2 x =
-                *reinterpret_cast<const float2*>(ws_acc + (s0 + u) * Cfg::kHeadDim + j);
-            part[u][j] = x.x;
-            part[u][j + 1] = x.y;
-          }
+          for (int j = 0; j < kCols; ++j) acc[j] = part[j];
+          u = 1;
         }
+        // The fold, splits ascending.
+#pragma unroll 4
+        for (; u < cnt; ++u) {
+          float x[kCols];
 #pragma unroll
-        for (int u = 0; u < kBatch; ++u) {
-          if (s0 + u > s_hi) break;
-          if (!started) {  // the first split the row sees: copied
-            M = m[u];
-            L = l[u];
-#pragma unroll
-            for (int j = 0; j < kPer; ++j) acc[j] = part[u][j];
-            started = true;
-            continue;
+          for (int j = 0; j < kCols; j += 2) {
+            const float2 v = *reinterpret_cast<const float2*>(part + u * kD + j);
+            x[j] = v.x;
+            x[j + 1] = v.y;
           }
+          const float2 mlu = *reinterpret_cast<const float2*>(ml + 2 * u);
           float a, w;
-          fold_weights(M, L, m[u], l[u], a, w);
+          fold_weights(M, L, mlu.x, mlu.y, a, w);
 #pragma unroll
-          for (int j = 0; j < kPer; ++j)
-            acc[j] = __fadd_rn(__fmul_rn(acc[j], a), __fmul_rn(part[u][j], w));
+          for (int j = 0; j < kCols; ++j) acc[j] = __fadd_rn(__fmul_rn(acc[j], a), __fmul_rn(x[j], w));
+        }
+        if (c + 2 < chunks) {
+          row_sync();  // every thread of the row is done with buffer c % 2
+          load(c + 2);
         }
       }
     }
@@ -124,11 +206,12 @@ struct DecodeCombine {
     float inv, lse;
     decode_finish_row(M, L, inv, lse);
     Elem* o = static_cast<Elem*>(p.out) + b * p.o_batch_stride + static_cast<int64_t>(i) * p.o_row_stride +
-              h * p.o_head_stride + lane * kPer;
+              h * p.o_head_stride + t * kCols;
 #pragma unroll
-    for (int j = 0; j < kPer; j += 2)
-      *reinterpret_cast<uint32_t*>(o + j) = pack(__fmul_rn(acc[j], inv), __fmul_rn(acc[j + 1], inv));
-    if (lane == 0) {
+    for (int j = 0; j < kCols; j += 2)
+      *reinterpret_cast<uint32_t*>(o + j) =
+          decode_pack<Cfg::kBf16>(__fmul_rn(acc[j], inv), __fmul_rn(acc[j + 1], inv));
+    if (t == 0) {
       p.lse[b * p.lse_batch_stride + h * p.lse_head_stride + static_cast<int64_t>(i) * p.lse_row_stride] = lse;
     }
   }
@@ -137,7 +220,8 @@ struct DecodeCombine {
 template <class Cfg>
 __global__ void __launch_bounds__(DecodeCombine<Cfg>::kThreads)
     attention_decode_combine_sm90_kernel(const __grid_constant__ AttentionDecodeParams p) {
-  DecodeCombine<Cfg>::run(p);
+  extern __shared__ __align__(16) float combine_smem[];
+  DecodeCombine<Cfg>::run(p, combine_smem);
 }
 
 }  // namespace samebits::cuda::sm90

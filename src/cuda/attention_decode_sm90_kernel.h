@@ -48,6 +48,16 @@ __device__ __forceinline__ int decode_keys(const AttentionDecodeParams& p, int b
   return max(0, min(lk, p.seqlen_k));
 }
 
+// Programmatic dependent launch (PTX griddepcontrol). Pass 1 lets the
+// combine, launched behind it with programmatic stream serialization, be
+// scheduled early; the combine waits for pass 1's completion (and its
+// memory flush) before it reads a partial. Both are no-ops when the grids
+// were not launched that way.
+__device__ __forceinline__ void grid_dependency_wait() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+__device__ __forceinline__ void grid_launch_dependents() {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+
 // Visibility of sequence b: bottom-right aligned over all seqlen_q query
 // rows (a wave only selects rows; positions are absolute).
 __device__ __forceinline__ Visibility decode_visibility(const AttentionDecodeParams& p, int lk) {
@@ -595,6 +605,12 @@ struct DecodeConsumer {
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm)
     attention_decode_split_sm90_kernel(const __grid_constant__ AttentionDecodeParams p) {
+  // The combine may be scheduled once every CTA of this grid has started:
+  // it reads nothing this grid writes before its griddepcontrol.wait, which
+  // returns only after this whole grid has completed and its writes are
+  // visible, so the trigger's place moves no byte (it only lets the
+  // combine's CTAs take free SM slots during this grid's last wave).
+  grid_launch_dependents();
   const DecodeWork w = decode_work<Cfg>(p);
   if (w.n_last < w.n_first) {  // no row of the tile sees a key of this split
     if (Cfg::kDirectOut && p.direct_out && threadIdx.x < Cfg::kConsumerThreads)

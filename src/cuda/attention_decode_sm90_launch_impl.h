@@ -2,6 +2,8 @@
 // attention_decode_sm90_hdim<D>_<dtype>.cu files, each instantiating one Cfg.
 #pragma once
 
+#include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <string>
 
@@ -57,6 +59,51 @@ sb_status launch_split(const AttentionDecodeParams& params, cudaStream_t stream)
   return SB_OK;
 }
 
+// FREE. Whether the combine is launched with programmatic dependent launch
+// (SAMEBITS_DECODE_PDL: unset or 1 = yes, 0 = a plain launch; read on every
+// call). Either way the combine reads the partials only after pass 1 has
+// completed (griddepcontrol.wait, a no-op for a plain launch, which the
+// stream orders after pass 1).
+inline bool decode_pdl_enabled() {
+  const char* env = std::getenv("SAMEBITS_DECODE_PDL");
+  return env == nullptr || env[0] == '\0' || std::strcmp(env, "0") != 0;
+}
+
+// Pass 2: one row group (DecodeCombine::kRowThreads threads) per output
+// row, right behind pass 1 on the stream. With programmatic stream
+// serialization its CTAs may be scheduled once every CTA of pass 1 has
+// started (pass 1 triggers at its top) and run their prologue while pass 1
+// drains; the launch is captured by CUDA graphs as a programmatic edge. If
+// the driver refuses the attribute, a plain launch.
+template <class Cfg>
+sb_status launch_combine(const AttentionDecodeParams& params, cudaStream_t stream) {
+  using Combine = DecodeCombine<Cfg>;
+  auto combine_kernel = attention_decode_combine_sm90_kernel<Cfg>;
+  const int64_t rows = static_cast<int64_t>(params.batch) * params.num_heads * params.q_count;
+  const dim3 grid(static_cast<unsigned>((rows + Combine::kRowsPerCta - 1) / Combine::kRowsPerCta));
+  const size_t smem = Combine::smem_bytes(params.max_splits);  // <= 48 KiB: no opt-in
+  if (decode_pdl_enabled()) {
+    cudaLaunchConfig_t cfg{};
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(Combine::kThreads);
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    cudaLaunchAttribute attr[1];
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    if (cudaLaunchKernelEx(&cfg, combine_kernel, params) == cudaSuccess) return SB_OK;
+    cudaGetLastError();  // not sticky: clear it and launch plainly
+  }
+  combine_kernel<<<grid, Combine::kThreads, smem, stream>>>(params);
+  cudaError_t err = cudaGetLastError();
+  if (err != cudaSuccess)
+    return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: combine kernel launch: ") +
+                                   cudaGetErrorString(err));
+  return SB_OK;
+}
+
 template <class Cfg>
 sb_status launch_attention_decode(const AttentionDecodeParams& params, int variant, cudaStream_t stream) {
   constexpr int D = Cfg::kHeadDim;
@@ -83,17 +130,7 @@ sb_status launch_attention_decode(const AttentionDecodeParams& params, int varia
       break;
   }
   if (st != SB_OK || params.direct_out) return st;  // direct_out: pass 1 wrote out and lse
-  // Pass 2: one warp per output row.
-  using Combine = DecodeCombine<Cfg>;
-  auto combine_kernel = attention_decode_combine_sm90_kernel<Cfg>;
-  const int64_t rows = static_cast<int64_t>(params.batch) * params.num_heads * params.q_count;
-  const dim3 grid2(static_cast<unsigned>((rows + Combine::kWarps - 1) / Combine::kWarps));
-  combine_kernel<<<grid2, Combine::kThreads, 0, stream>>>(params);
-  cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess)
-    return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: combine kernel launch: ") +
-                                   cudaGetErrorString(err));
-  return SB_OK;
+  return launch_combine<Cfg>(params, stream);
 }
 
 }  // namespace samebits::cuda::sm90

@@ -75,7 +75,8 @@ struct AttentionDecodeParams {
   float* ws_ml;   // [row][split][2]: (m, l)
 
   // FREE. Set when no row can see more than one split (max_splits == 1) and
-  // the variant allows it: pass 1 writes out and lse itself with the
+  // the schedule allows it (decode_direct_out): pass 1 writes out and lse
+  // itself with the
   // combine's arithmetic (decode_finish_row), the workspace is not touched
   // and no combine is launched. The combine copies a row's first split
   // without arithmetic, so the output of a one-split row is a function of
@@ -90,12 +91,13 @@ struct AttentionDecodeParams {
 // never an operand, an operation or its order (docs/decode_design.md,
 // "Variants").
 //   0  main's kernel: deep ring, 1 CTA per SM, steps in series per block
+// Every schedule but 0 at d 256 writes the rows of a one-split cache from
+// pass 1 (direct_out, no combine; decode_direct_out).
 //   1  2 CTAs per SM (one K and one V stage; d 64: 3 stages), steps in
-//      series; first K/V issued before Q; one-split rows written by pass 1.
+//      series; first K/V issued before Q.
 //      d 256 keeps the deep ring (its state does not fit the 168 registers
 //      a thread gets with 2 x 160 threads per SM): there 1 == 2.
-//   2  main's ring and 1 CTA per SM, first K/V issued before Q, one-split
-//      rows written by pass 1
+//   2  main's ring and 1 CTA per SM, first K/V issued before Q
 //   3  as 2, and S_{n+1} = Q K_{n+1}^T issued with P_n V_n (the forward's
 //      overlap: the softmax of block n+1 runs while P_n V_n is in flight)
 //   4  as 1, CTAs ordered KV head fastest (grid x = split * Hk + hk): the
@@ -111,6 +113,13 @@ enum DecodeVariant : int {
   kDecodeDeepOverlapHeadMajor = 5,
 };
 constexpr int kDecodeVariants = 6;
+
+// FREE. Whether a schedule writes the rows of a one-split cache from pass 1
+// (direct_out, no combine). Every schedule except main's at d 256, where the
+// extra epilogue raises pass 1 from 195 to 214 registers (ptxas, no spills).
+constexpr bool decode_direct_out(int variant, int head_dim) {
+  return variant != kDecodeMain || head_dim <= 128;
+}
 
 // Workspace layout of one wave. Row index: ((b * num_heads + h) * q_count +
 // (i - q_begin)); every row has max_splits slots, of which only the splits
@@ -163,7 +172,7 @@ struct DecodeConfig {
   static constexpr bool kHeadMajor =
       kVariant == kDecodeTwoPerSmHeadMajor || kVariant == kDecodeDeepOverlapHeadMajor;
   static constexpr bool kEarlyKv = kVariant != kDecodeMain;     // K/V of the first stages before Q
-  static constexpr bool kDirectOut = kVariant != kDecodeMain;   // one-split rows written by pass 1
+  static constexpr bool kDirectOut = decode_direct_out(kVariant, kHeadDim);  // one-split rows by pass 1
   static constexpr int kCtasPerSm = kTwoPerSm ? 2 : 1;
   // FREE. K/V pipeline depth (a split is kBlocksPerSplit blocks). Deep: the
   // ring fills one SM's shared memory. Two per SM: the most stages that let

@@ -949,8 +949,8 @@ int main(int argc, char** argv) {
       if (D == 128 || !g_quick) chunked_prefill(s, 2500, 20 + D + dt);
       accuracy(s, 3000, 30 + D + dt);
     }
-  // One split per row (cache capacity <= 1024 keys): variants other than 0
-  // write out and lse from pass 1 (direct_out), no combine.
+  // One split per row (cache capacity <= 1024 keys): every variant (but 0
+  // at d 256) writes out and lse from pass 1 (direct_out), no combine.
   decode_vs_forward(main_shape, 1000, g_quick ? 8 : 16, 60, 996);
   decode_vs_forward(gqa8, 1000, g_quick ? 4 : 8, 61, 996);
   chunked_prefill(main_shape, 1000, 62);
