@@ -7,8 +7,10 @@ fwd/bwd, sum / mean): do two builds of the library give the same bits?
 
 `dump` runs every op over M in {1, 2, 7, 64, 513, 4096, 16384} x N in
 {3, 128, 1000, 4096, 5120, 8192, 16384, 20000} (M * N capped at 2^26) x
-{bf16, fp16, fp32}, plus row-misaligned / strided inputs, mixed dtypes and
-rows with zeros / infinities, and writes a fingerprint of each output's bits.
+{bf16, fp16, fp32}, plus row-misaligned / strided inputs, mixed dtypes,
+rows with zeros / infinities, and M = 4127, 40000 (RMSNorm dw folded over 2
+and 10 rounds of the fold's 128 chunks, the last round partial), and writes
+a fingerprint of each output's bits.
 The inputs come from a seeded CUDA generator, and their fingerprints are
 written too, so `compare` also checks that both runs saw the same inputs.
 Fingerprint: (sum of the raw words, sum of the raw words times an index
@@ -114,6 +116,11 @@ def dump(out_path, max_elems):
             x[3] = torch.finfo(dt).max / 4
             x[4, ::3] = float("nan")
             run_all(f"{dn} special N={N}", x, dt, eps=0.0)
+        # dw folded over several rounds of the fold (kFoldRound = 128 chunks
+        # of 32 rows), the last round and the last chunk partial
+        for M, N in ((4127, 4096), (40000, 1000)):
+            if M * N <= max_elems:
+                run_all(f"{dn} M={M} N={N}", rnd((M, N), dt, 3.0), dt)
         print(f"[dump] {dn} done {time.time() - t0:.1f} s", flush=True)
     # negative controls
     x = rnd((64, 4096), torch.bfloat16, 3.0)

@@ -6,8 +6,10 @@ process (the variable is read on every call): bits and speed.
 For N in {1024, 2048, 4096, 8192, 16384} (bf16) and M in {1024, 2048, 4096,
 16384}:
 rms_norm forward (4 rows per CTA at N <= 4096 against 2), add_rms_norm
-(unchanged: a control), RMSNorm backward with dw (fused dx + dw against the
-dx kernel then the dw partial kernel) and without dw (unchanged: a control).
+(unchanged: a control), RMSNorm backward with dw (fused dx + dw then
+rmsnorm_dw_fold_kernel against the dx kernel, the dw partial kernel, then
+the previous release's fold, one thread per column) and without dw
+(unchanged: a control).
 Every output of the two shapes must be bitwise equal (torch.equal). Then
 checks of the fused dw itself: 50 runs -> one hash of (dx, dw) at M = 4096;
 dw of rows [0, M) equal between the fused path and the split path forced

@@ -20,7 +20,8 @@
 // - loop kernels (*_loop_kernel), longer rows: every pass re-reads the row.
 // - RMSNorm backward with dw, from kDwFusedMinRows rows: one kernel computes
 //   dx and the dw chunk partials from one read of x and dy
-//   (rmsnorm_bwd_fused_kernel); the split kernels give the same bits.
+//   (rmsnorm_bwd_fused_kernel); the split kernels give the same bits. Both
+//   end in one fold of the chunk partials (rmsnorm_dw_fold_kernel).
 // Loads and stores are 16-byte vectors when the row start is aligned (else
 // scalar accesses of the same elements, with the same arithmetic).
 #include <cuda_bf16.h>
@@ -44,11 +45,16 @@ constexpr int kRowThreads = 256;  // BITS: shapes the per-row reduction tree
 constexpr int kWarps = kRowThreads / 32;
 constexpr int kChunk = SB_RMSNORM_DW_CHUNK;
 constexpr int kColThreads = 128;  // FREE: threads per CTA of the dw kernels
-// FREE: threads per CTA of the dw fold: one warp, so its cols threads (4096
-// at N = 4096) spread over 128 SMs rather than 32; the fold's loads are L2
-// hits bound by latency, and each SM keeps its 32 per thread in flight
-constexpr int kFoldThreads = 32;
-static_assert(kFoldThreads <= kColThreads, "the fold kernel's launch bounds");
+// FREE: the dw fold (rmsnorm_dw_fold_kernel): a CTA of kFoldWarps warps
+// owns 32 columns (128 CTAs at N = 4096, one per SM); every warp loads
+// kFoldLoads chunk partials of them per round, 16 KiB of partials in flight
+// per CTA. The fold's loads are L2 hits bound by latency: the previous fold
+// (one warp per CTA, a thread per column, 32 loads in flight per thread:
+// 4 KiB per CTA) made dw (with dx) 1.04-1.20x slower at N = 1024..8192,
+// M >= 4096 on the H100. Only warp 0 adds, so the CTA shape changes no bit.
+constexpr int kFoldWarps = 8;
+constexpr int kFoldLoads = 16;
+constexpr int kFoldRound = kFoldWarps * kFoldLoads;  // chunks per round
 constexpr int kMaxRegVecs = 8;    // FREE: longest row kept in registers, in vectors per thread
 
 // FREE: rows per CTA of the register kernels, for NV vectors per thread of
@@ -607,16 +613,59 @@ __global__ void __launch_bounds__(kColThreads)
   }
 }
 
-// dw[j] = left fold of the chunk partials, chunk 0 first. One thread per
-// column, blockDim.x columns per CTA (kFoldThreads).
+// dw[j] = left fold of the chunk partials, chunk 0 first: acc = +0, then
+// acc = acc + partial of chunk 0, 1, 2, ... (one __fadd_rn each), in lane
+// j % 32 of warp 0 of CTA j / 32. The other warps only load. Round b brings
+// chunks [b * kFoldRound, (b + 1) * kFoldRound) into buf[b % 2] (warp w
+// chunks b * kFoldRound + w * kFoldLoads + u, u < kFoldLoads, a chunk past
+// the end reads +0 and is not added); warp 0 adds them in chunk order while
+// the loads of round b + 1 are in flight.
+template <class TW>
+__global__ void __launch_bounds__(kFoldWarps * 32)
+    rmsnorm_dw_fold_kernel(const __grid_constant__ sb_rmsnorm_backward_params p, int64_t chunks) {
+  __shared__ float buf[2][kFoldRound][32];  // [round parity][chunk in round][column]
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int64_t j = int64_t(blockIdx.x) * 32 + lane;
+  const bool col = j < p.cols;
+  float v[kFoldLoads];  // this thread's partials of the next round, in flight
+  auto load = [&](int64_t base) {
+#pragma unroll
+    for (int u = 0; u < kFoldLoads; ++u) {
+      const int64_t c = base + warp * kFoldLoads + u;
+      v[u] = col && c < chunks ? p.workspace[c * p.cols + j] : 0.0f;
+    }
+  };
+  load(0);
+  float acc = 0.0f;
+  const int64_t rounds = (chunks + kFoldRound - 1) / kFoldRound;
+  for (int64_t b = 0; b < rounds; ++b) {  // uniform over the CTA
+    float(*cur)[32] = buf[b & 1];
+#pragma unroll
+    for (int u = 0; u < kFoldLoads; ++u) cur[warp * kFoldLoads + u][lane] = v[u];
+    // all warps produce round b's partials in cur, warp 0 consumes them
+    // below. The stores above overwrite the buffer warp 0 read in round
+    // b - 2, which it finished before arriving here in round b - 1: one
+    // barrier per round suffices
+    __syncthreads();
+    if (b + 1 < rounds) load((b + 1) * kFoldRound);  // in flight during the adds below
+    if (warp == 0) {
+      const int cnt = int(min(int64_t(kFoldRound), chunks - b * kFoldRound));
+#pragma unroll 16
+      for (int c = 0; c < cnt; ++c) acc = __fadd_rn(acc, cur[c][lane]);
+    }
+  }
+  if (warp == 0 && col) static_cast<TW*>(p.dw)[j] = from_float<TW>(acc);
+}
+
+// The previous release's fold, for SAMEBITS_ROWS_LEGACY=1 only: the same
+// left fold, one thread per column, kColThreads columns per CTA, 32 loads in
+// flight per thread.
 template <class TW>
 __global__ void __launch_bounds__(kColThreads)
-    rmsnorm_dw_fold_kernel(const __grid_constant__ sb_rmsnorm_backward_params p, int64_t chunks) {
-  const int64_t j = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+    rmsnorm_dw_fold_legacy_kernel(const __grid_constant__ sb_rmsnorm_backward_params p, int64_t chunks) {
+  const int64_t j = int64_t(blockIdx.x) * kColThreads + threadIdx.x;
   if (j >= p.cols) return;
   float acc = 0.0f;
-  // 32 loads in flight per thread: only cols threads exist, so the fold is
-  // bound by load latency, not bandwidth
 #pragma unroll 32
   for (int64_t c = 0; c < chunks; ++c) acc = __fadd_rn(acc, p.workspace[c * p.cols + j]);
   static_cast<TW*>(p.dw)[j] = from_float<TW>(acc);
@@ -1032,8 +1081,8 @@ bool grid_ok(int64_t rows) { return rows <= int64_t(0x7fffffff); }
 
 // SAMEBITS_ROWS_LEGACY=1: the launch shapes of the previous release
 // (RMSNorm forward at kRowsPerCta rows per CTA, RMSNorm backward's dw by the
-// split kernels at every size). Same bits either way; read on every call so
-// one process can time both.
+// split kernels at every size, the fold one thread per column). Same bits
+// either way; read on every call so one process can time both.
 bool rows_legacy() {
   const char* e = std::getenv("SAMEBITS_ROWS_LEGACY");
   return e != nullptr && e[0] == '1';
@@ -1047,6 +1096,19 @@ int dw_path_forced() {  // 1 fused, 2 split, 0 not forced
   if (std::strcmp(e, "fused") == 0) return 1;
   if (std::strcmp(e, "split") == 0) return 2;
   return 0;
+}
+
+// The dw fold of the `chunks` partials in p.workspace into p.dw (the
+// previous release's fold kernel under SAMEBITS_ROWS_LEGACY=1; same bits).
+template <class TW>
+void launch_dw_fold(const sb_rmsnorm_backward_params& p, int64_t chunks, cudaStream_t s) {
+  if (rows_legacy()) {
+    const unsigned grid = unsigned((p.cols + kColThreads - 1) / kColThreads);
+    rmsnorm_dw_fold_legacy_kernel<TW><<<grid, kColThreads, 0, s>>>(p, chunks);
+  } else {
+    const unsigned grid = unsigned((p.cols + 31) / 32);  // 32 columns per CTA
+    rmsnorm_dw_fold_kernel<TW><<<grid, kFoldWarps * 32, 0, s>>>(p, chunks);
+  }
 }
 
 }  // namespace
@@ -1110,8 +1172,7 @@ sb_status rmsnorm_backward(const sb_rmsnorm_backward_params& p) {
         });
       }
       if (fused) {
-        const unsigned fb = unsigned((p.cols + kFoldThreads - 1) / kFoldThreads);
-        rmsnorm_dw_fold_kernel<TW><<<fb, kFoldThreads, 0, s>>>(p, chunks);
+        launch_dw_fold<TW>(p, chunks, s);
         return launched("rmsnorm_backward");
       }
       if (p.rows > 0 && p.cols > 0) {
@@ -1127,10 +1188,8 @@ sb_status rmsnorm_backward(const sb_rmsnorm_backward_params& p) {
       if (p.dw != nullptr && p.cols > 0) {
         const int64_t per_cta = int64_t(kColThreads) * Vec<T>::V;  // columns of a partial CTA
         const unsigned pb = unsigned((p.cols + per_cta - 1) / per_cta);
-        const int ft = rows_legacy() ? kColThreads : kFoldThreads;  // legacy: the previous release's fold CTA
-        const unsigned fb = unsigned((p.cols + ft - 1) / ft);
         if (chunks > 0) rmsnorm_dw_partial_kernel<T><<<dim3(pb, unsigned(chunks)), kColThreads, 0, s>>>(p);
-        rmsnorm_dw_fold_kernel<TW><<<fb, ft, 0, s>>>(p, chunks);
+        launch_dw_fold<TW>(p, chunks, s);
       }
       return launched("rmsnorm_backward");
     });
