@@ -22,7 +22,7 @@ PY=$CARRY/python
 export PYTHONPATH=$PWD/$PY${PYTHONPATH:+:$PYTHONPATH}
 TILES=${TILES:-128x256m2,128x128pp}
 mkdir -p "$OUT"
-NCU=$(command -v ncu || ls /usr/local/cuda/bin/ncu /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/nsight-compute*/ncu 2>/dev/null | head -1)
+NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda*/nsight-compute*/ncu 2>/dev/null | head -1)
 [ -n "$NCU" ] || { echo "ncu not found"; exit 1; }
 "$NCU" --version | tail -1
 WANT="gpu__time_duration.sum
