@@ -468,6 +468,10 @@ def main():
                     help="comma-separated tile entries to force (default: all of GEMM_TILES); "
                          "bench/gemm_tile_smoke.py prints the entries that passed")
     ap.add_argument("--skip-checks", action="store_true", help="speed only: no invariance / hash / accuracy / mode")
+    ap.add_argument("--ms", default=None, help="comma-separated M values of the GEMM sweeps (default: the full list)")
+    ap.add_argument("--shapes", default=None,
+                    help="comma-separated NxK weight shapes of the GEMM sweeps, e.g. 4096x4096,14336x4096 "
+                         "(default: the four layer shapes)")
     ap.add_argument("--rows-only", action="store_true",
                     help="row ops only (RMSNorm, softmax, sum/mean): invariance, hashes, accuracy, speed")
     args = ap.parse_args()
@@ -489,9 +493,13 @@ def main():
     if args.skip_checks:
         stages = []
     shapes = [(4096, 4096), (14336, 4096), (4096, 14336), (128256, 4096)]
+    if args.shapes:
+        shapes = [tuple(int(v) for v in s.split("x")) for s in args.shapes.split(",") if s]
     if not args.skip_bench:
         Ms = ([1, 8, 16, 32, 64, 96, 128, 192, 256, 384, 512, 768, 1024, 2048, 4096, 8192, 16384]
               if not args.quick else [1, 4096])
+        if args.ms:
+            Ms = [int(v) for v in args.ms.split(",") if v]
         if not args.gemm_only:
             stages += [("rowops", lambda: bench_rowops([4096, 16384]))]
         if not args.rows_only:

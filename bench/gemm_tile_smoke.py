@@ -91,6 +91,7 @@ def main():
     ap.add_argument("--entry", help="(internal) run the checks of one entry in this process")
     ap.add_argument("--out", default="gemm_tile_smoke.json")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per entry")
+    ap.add_argument("--entries", default=None, help="comma-separated entries to test (default: every entry)")
     args = ap.parse_args()
     if args.entry is not None:
         try:
@@ -101,6 +102,11 @@ def main():
         return 0
 
     from bench_dense import GEMM_TILES  # the one list of entries
+    if args.entries:
+        unknown = [e for e in args.entries.split(",") if e and e not in GEMM_TILES]
+        if unknown:
+            ap.error(f"--entries: unknown entries {unknown}; known: {GEMM_TILES}")
+        GEMM_TILES = [e for e in args.entries.split(",") if e]
 
     out = {"entries": {}, "negative_control": None}
     t0 = time.time()

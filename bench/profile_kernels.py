@@ -9,6 +9,7 @@ d128, bf16) at small batch x context, and GEMM (samebits.linear / F.linear,
 bf16) at a few M; the names show, e.g., whether cuBLAS splits K.
 
 usage: python bench/profile_kernels.py --out DIR [--reps 5] [--only decode|gemm]
+           [--gemm-tiles 128x256,128x256m2] [--gemm-ms 2048,16384] [--gemm-shapes 4096x4096]
 Writes DIR/profile_kernels.json (per case: median duration of each kernel,
 the summed kernel time, and the span from the first kernel's start to the
 last one's end) and prints a table.
@@ -63,13 +64,31 @@ def decode_cases():
             yield f"decode {B}x{ctx} {name}", kv_bytes, call
 
 
-def gemm_cases():
-    for N, K in ((4096, 4096), (14336, 4096)):
+def forced(tile, fn):
+    """fn with the GEMM tile entry `tile` forced (SAMEBITS_GEMM_TILE is read on
+    every call, so also while a CUDA graph is captured)."""
+    def call():
+        old = os.environ.get("SAMEBITS_GEMM_TILE")
+        os.environ["SAMEBITS_GEMM_TILE"] = tile
+        try:
+            return fn()
+        finally:
+            if old is None:
+                os.environ.pop("SAMEBITS_GEMM_TILE", None)
+            else:
+                os.environ["SAMEBITS_GEMM_TILE"] = old
+    return call
+
+
+def gemm_cases(shapes=((4096, 4096), (14336, 4096)), ms=(1, 16, 64, 256, 2048, 16384), tiles=()):
+    for N, K in shapes:
         w = torch.randn(N, K, dtype=torch.bfloat16, device="cuda") / K ** 0.5
-        for M in (1, 16, 64, 256, 2048, 16384):
+        for M in ms:
             x = torch.randn(M, K, dtype=torch.bfloat16, device="cuda")
             flops = 2 * M * N * K
             yield f"gemm {M}x{N}x{K} samebits", flops, (lambda x=x, w=w: samebits.dense.linear(x, w))
+            for t in tiles:
+                yield f"gemm {M}x{N}x{K} samebits[{t}]", flops, forced(t, lambda x=x, w=w: samebits.dense.linear(x, w))
             yield f"gemm {M}x{N}x{K} cublas", flops, (lambda x=x, w=w: F.linear(x, w))
 
 
@@ -127,6 +146,9 @@ def main():
     ap.add_argument("--no-flush", action="store_true",
                     help="leave L2 warm (the call's own data may be in it): separates memory from the rest")
     ap.add_argument("--cases", default="", help="comma-separated substrings: only cases whose name has one")
+    ap.add_argument("--gemm-tiles", default="", help="comma-separated tile entries to profile forced, beside the default")
+    ap.add_argument("--gemm-ms", default="1,16,64,256,2048,16384", help="comma-separated M of the GEMM cases")
+    ap.add_argument("--gemm-shapes", default="4096x4096,14336x4096", help="comma-separated NxK of the GEMM cases")
     args = ap.parse_args()
     torch.manual_seed(0)
     samebits.set_value_checks(False)
@@ -135,7 +157,9 @@ def main():
     if args.only != "gemm":
         gens.append(decode_cases())
     if args.only != "decode":
-        gens.append(gemm_cases())
+        gens.append(gemm_cases(shapes=[tuple(int(v) for v in sh.split("x")) for sh in args.gemm_shapes.split(",") if sh],
+                               ms=[int(v) for v in args.gemm_ms.split(",") if v],
+                               tiles=[t for t in args.gemm_tiles.split(",") if t]))
     rows = []
     tmp = os.path.join(args.out, "_trace.json")
     for gen in gens:

@@ -83,10 +83,21 @@ __device__ __forceinline__ void cluster_sync() {
 }
 // Arrives on the mbarrier at the offset of `bar` in the shared memory of
 // cluster CTA `cta_rank` (which may be this CTA).
+// Default semantics (.release, .cta scope), NOT .release.cluster: ptxas
+// lowers a cluster-scope release to MEMBAR.ALL.GPU + ERRBAR + CGAERRBAR in
+// front of the arrive, which waits for every outstanding global store of the
+// warp (the epilogue's) and costs about a microsecond. In the GEMM ring this
+// arrive runs once per k tile per consumer warp and per cluster CTA, on the
+// consumers' critical path, so the cluster entries ran at ~1.5 us per k tile
+// whatever the tile size. Nothing needs the cluster-scope release: what the
+// arrive publishes is "this warp's wgmma's no longer read stage s", and those
+// reads (async proxy) are complete at wgmma.wait_group, before the arrive; the
+// peer's TMA write into the stage is ordered after the barrier phase it waits
+// on. (The same form as CUTLASS's ClusterBarrier::arrive(cta_id, pred).)
 __device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta_rank) {
   asm volatile(
       "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
-      "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [ra];\n}\n" ::"r"(smem_addr(bar)),
+      "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(smem_addr(bar)),
       "r"(cta_rank)
       : "memory");
 }

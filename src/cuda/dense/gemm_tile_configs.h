@@ -107,7 +107,12 @@ struct TileConfig {
 //   and no 3.5 waves of 128x256 (1.02-1.15x T128x128 there; slower below one
 //   wave, where a CTA has one tile and one consumer idles). The three cluster
 //   entries measured 0.1-0.5x cuBLAS, far below their unclustered twins, so
-//   they stay forced only (the cause is not found yet).
+//   they stay forced only. Cause (found in the SASS, branch gemm3): the
+//   consumers' remote empty-barrier arrive was a cluster-scope release,
+//   which ptxas lowers to MEMBAR.ALL.GPU in front of every arrive (two per
+//   k tile per consumer warp): ~1.5 us per k tile whatever the tile size.
+//   Fixed in mbar_arrive_cluster (gemm_sm90_ptx.cuh); to be re-measured
+//   before any of them is chosen by pick_gemm_tile.
 // Tried and dropped (2026-11-21 sweep): 64x32 as 4 consumer warpgroups of
 // m64n8 side by side along N (kConsumersN = 4): 0.6-0.9x the speed of 64x32,
 // so narrower wgmma N does not shorten the per-k16 latency at small M.
