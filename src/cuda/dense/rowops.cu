@@ -18,7 +18,7 @@
 //   side (each row its own tree; one barrier pair serves them all) so that a
 //   thread has about 64 bytes of each input in flight.
 // - loop kernels (*_loop_kernel), longer rows: every pass re-reads the row.
-// - RMSNorm backward with dw, from kDwFusedMinRows rows: one kernel computes
+// - RMSNorm backward with dw, where dw_fused_pays(rows, cols): one kernel computes
 //   dx and the dw chunk partials from one read of x and dy
 //   (rmsnorm_bwd_fused_kernel); the split kernels give the same bits. Both
 //   end in one fold of the chunk partials (rmsnorm_dw_fold_kernel).
@@ -697,10 +697,15 @@ constexpr int kDwStages = NV <= 2 ? 8 : NV == 4 ? 4 : 3;
 // not fit in 255 registers without spills.
 template <int NV>
 constexpr bool kDwHoldWeight = NV <= 4;
-// FREE: the fused kernel runs from this many rows on (kDwFusedMinRows / kChunk
-// CTAs); below it the split kernels (dx, then dw partials) spread fewer rows
-// over more SMs. Both give the same bits.
-constexpr int64_t kDwFusedMinRows = 1024;
+// FREE: where the fused kernel runs: from 2048 rows (4096 above 8192
+// columns); below, the split kernels (dx, then dw partials) spread fewer
+// rows over more SMs. Both give the same bits. H100, 2026-11-21 (fused
+// against the split path of the previous release): 0.47-0.89x at 1024 rows
+// (N = 2048-16384) and at 2048 rows x 16384 columns, 1.19-1.78x from
+// there on (docs/benchmarks_dense.md).
+constexpr bool dw_fused_pays(int64_t rows, int64_t cols) {
+  return rows >= 4096 || (rows >= 2048 && cols <= 8192);
+}
 
 template <int NV>
 constexpr int dw_smem_bytes() {
@@ -1154,7 +1159,7 @@ sb_status rmsnorm_backward(const sb_rmsnorm_backward_params& p) {
       const bool fusable = p.dw != nullptr && p.rows > 0 && p.cols > 0 && p.cols % V == 0 &&
                            aligned16(p.x) && aligned16(p.dy) && p.x_row_stride % V == 0 &&
                            p.dy_row_stride % V == 0 && forced != 2 &&
-                           (forced == 1 || (!rows_legacy() && p.rows >= kDwFusedMinRows));
+                           (forced == 1 || (!rows_legacy() && dw_fused_pays(p.rows, p.cols)));
       bool fused = false;
       if (fusable) {
         with_vecs(p.cols, V, [&](auto nv) {
