@@ -4,7 +4,8 @@
 # suite under the default schedule and under v4 forced; the row kernels
 # against the previous library (bits, speed, N sweep); the GEMM checks and
 # timings beside cuBLAS; the Python CUDA tests and `samebits verify`; decode
-# beside cuDNN / flash SDPA under CUDA-graph replay. Logs packed into
+# beside cuDNN / flash SDPA under CUDA-graph replay; the decode C bench and
+# the kernel timelines of bench/profile_kernels.py. Logs packed into
 # $OUT/merged_check.tgz, the summary in $OUT/summary.txt and printed last.
 # The carried folder (CARRY, default .carry/final3) holds libsamebits.so,
 # test_attention_bwd_sm90, test_attention_decode_sm90 and old/libsamebits.so
@@ -52,7 +53,19 @@ sum+=("verify rc=$? $(tail -1 "$OUT/verify.log")")
 "${PYENV[@]}" timeout 90 python3 bench/bench_decode.py --graph --reps 15 --no-flex --out "$OUT" > "$OUT/decode_peers_graph.log" 2>&1
 sum+=("bench_decode --graph rc=$?")
 
+LD_LIBRARY_PATH=$C timeout 60 "$C/test_attention_decode_sm90" --bench --graph --variants auto > "$OUT/decode_bench_graph.md" 2>&1
+sum+=("decode C bench --graph rc=$?")
+"${PYENV[@]}" timeout 120 python3 bench/profile_kernels.py --out "$OUT" --reps 5 > "$OUT/profile_kernels.log" 2>&1
+sum+=("profile_kernels rc=$?")
+# a carried experiment program, if any (EXTRA: a command line run as is)
+if [ -n "${EXTRA:-}" ]; then
+  timeout 60 bash -c "$EXTRA" > "$OUT/extra.log" 2>&1
+  sum+=("extra rc=$?")
+fi
+
 printf '%s\n' "${sum[@]}"
+echo "== decode C bench (graph)"; grep -E "^\| (1|4|16|64|256) \|" "$OUT/decode_bench_graph.md" | head -30
+echo "== extra"; tail -20 "$OUT/extra.log" 2>/dev/null
 echo "== rows"; grep -E "^(rms|soft|log|add|sum)" "$OUT/rows_dense_new.log" 2>/dev/null | head -30
 echo "== gemm"; grep -E "^gemm M" "$OUT/dense_gemm.log" | head -80
 echo "== decode peers (graph)"; cat "$OUT/bench_decode_graph.md" 2>/dev/null
