@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 import samebits
+from bench_util import graphed
 
 H, HK, D, PAGE = 64, 8, 128, 64
 SHAPES = [(b, c) for b in (1, 4, 16, 64, 256) for c in (1024, 4096, 16384, 32768, 131072) if b * c <= 4 << 20]
@@ -44,22 +45,6 @@ def timed(fn, flush, reps):
         ts.append(e0.elapsed_time(e1))
     ts.sort()
     return ts[len(ts) // 2]
-
-
-def graphed(fn):
-    """fn captured in a CUDA graph (after warm-up on a side stream); returns its replay."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(2):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    torch.cuda.synchronize()
-    return g.replay
 
 
 def copy_bandwidth():

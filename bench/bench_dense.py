@@ -38,6 +38,7 @@ import time
 import torch
 import torch.nn.functional as F
 
+from bench_util import graphed
 from samebits import dense as D
 from samebits import mode as Mode
 
@@ -98,17 +99,7 @@ def timeit(fn, reps=20, warm=3):
 def timeit_graph(fn, calls=10, reps=7):
     """Per-call time of `fn` replayed from a CUDA graph of `calls` calls:
     removes the Python / launch overhead, which dominates small kernels."""
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(2):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        for _ in range(calls):
-            fn()
-    return timeit(g.replay, reps, 2) / calls
+    return timeit(graphed(fn, calls), reps, 2) / calls
 
 
 def check(name, ok):

@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 
 import samebits
+from bench_util import graphed
 
 
 def decode_cases():
@@ -90,21 +91,6 @@ def gemm_cases(shapes=((4096, 4096), (14336, 4096)), ms=(1, 16, 64, 256, 2048, 1
             for t in tiles:
                 yield f"gemm {M}x{N}x{K} samebits[{t}]", flops, forced(t, lambda x=x, w=w: samebits.dense.linear(x, w))
             yield f"gemm {M}x{N}x{K} cublas", flops, (lambda x=x, w=w: F.linear(x, w))
-
-
-def graphed(fn):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(2):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    torch.cuda.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    torch.cuda.synchronize()
-    return g.replay
 
 
 def profile_case(fn, flush, reps, out_path, warm=False):

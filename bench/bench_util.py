@@ -1,0 +1,21 @@
+"""Helpers shared by the benchmark scripts (run from the repository root as
+`python bench/<script>.py`, so this folder is on sys.path)."""
+import torch
+
+
+def graphed(fn, calls=1):
+    """fn captured `calls` times in one CUDA graph, after two warm-up calls on
+    a side stream; returns the graph's replay."""
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(2):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for _ in range(calls):
+            fn()
+    torch.cuda.synchronize()
+    return g.replay
