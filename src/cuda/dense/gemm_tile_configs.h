@@ -177,7 +177,11 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
   if (m <= 64) {
     // "wide": even one row of 64x128 tiles is >= 0.75 wave (N >= ~12k on 132 SMs)
     if (4 * tiles(64, 128) >= 3 * s) return m <= 16 && tiles(64, 256) >= 2 * s ? GemmTile::T64x256 : GemmTile::T64x128;
-    return m <= 32 ? GemmTile::T64x64 : GemmTile::T64x32;
+    // narrow N: 64x32 (twice the CTAs of 64x64) from M = 1 to 16 and from 33
+    // on; 64x64 between (H100, L2 flushed, 2026-11-21 fourth session: 64x32
+    // 0.90 / 0.96 of 64x64's time at M = 1 / 16 for N = K = 4096, 1.04 at
+    // M = 32 for K = 14336)
+    return m <= 16 || m > 32 ? GemmTile::T64x32 : GemmTile::T64x64;
   }
   if (m <= 128) return 4 * tiles(128, 128) >= 3 * s ? GemmTile::T128x128 : GemmTile::T64x64;
   if (m <= 256) {
