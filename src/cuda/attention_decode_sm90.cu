@@ -86,8 +86,9 @@ sb_status check(const sb_attention_params& p) {
 
 // The schedule of pass 1 (DecodeVariant, all FREE: they compute the same
 // bits). Unset or "auto": the shape rule below; SAMEBITS_DECODE_VARIANT =
-// 0..5 forces one. Read on every call, so a process may switch between
-// calls (a captured graph keeps the one it captured).
+// 0 or 4 forces one (any other number selects 0). Read on every call, so
+// a process may switch between calls (a captured graph keeps the one it
+// captured).
 int decode_variant(const sb_attention_params& p, int tiles_per_seq, int splits) {
   const char* env = std::getenv("SAMEBITS_DECODE_VARIANT");
   if (env == nullptr || env[0] == '\0' || std::strcmp(env, "auto") == 0) {
@@ -103,8 +104,7 @@ int decode_variant(const sb_attention_params& p, int tiles_per_seq, int splits) 
     const int64_t ctas = static_cast<int64_t>(p.batch) * p.num_heads_k * tiles_per_seq * splits;
     return ctas >= 160 ? kDecodeTwoPerSmHeadMajor : kDecodeMain;
   }
-  const int v = std::atoi(env);
-  return v >= 0 && v < kDecodeVariants ? v : kDecodeMain;
+  return std::atoi(env) == kDecodeTwoPerSmHeadMajor ? kDecodeTwoPerSmHeadMajor : kDecodeMain;
 }
 
 template <int D, bool kBf16>

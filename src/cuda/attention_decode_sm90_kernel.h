@@ -368,10 +368,7 @@ struct DecodeConsumer {
     st.reset();
     const uint32_t q_addr = smem_addr(smem.q());
     mbar_wait(smem.q_full(), 0);
-    if constexpr (Cfg::kOverlap)
-      walk_overlapped(w, smem, vis, score, plain, lo, hi, q_addr, lane, q4, st);
-    else
-      walk_serial(w, smem, vis, score, plain, lo, hi, q_addr, lane, q4, st);
+    walk_serial(w, smem, vis, score, plain, lo, hi, q_addr, lane, q4, st);
 
     // The rows' identities, derived again here rather than held in
     // registers across the walk.
@@ -489,116 +486,6 @@ struct DecodeConsumer {
         for (int r = 0; r < 4; ++r) reg_fence(pf[kk][r]);
       if (lane == 0) mbar_arrive(smem.v_empty(s));  // release V_n
     }
-  }
-
-  // The forward's overlapped walk (consumer_run in attention_fwd_sm90_kernel.h)
-  // over one split. Steady state, block n (stage s) with P_{n-1} in registers:
-  //   issue  S_n = Q K_n^T                 (wgmma group 1)
-  //   issue  O += P_{n-1} V_{n-1}          (wgmma group 2)
-  //   wait group 1, release K_n; softmax of S_n -> P_n, alpha_n
-  //     (runs while group 2 is on the tensor cores)
-  //   wait group 2, release V_{n-1}; O *= alpha_n; round P_n
-  // O sees the same operations in the same order as walk_serial: (O * alpha_n)
-  // + P_n V_n block after block; only the issue of S_n moves ahead of the
-  // P_{n-1} V_{n-1} that it does not read. K_n is released one P V earlier,
-  // V_{n-1} one softmax later.
-  __device__ static void walk_overlapped(const DecodeWork& w, const DecodeSmem<Cfg>& smem,
-                                         const Visibility& vis, const ScoreMod& score,
-                                         const ScoreMod& plain, const int (&lo)[2],
-                                         const int (&hi)[2], uint32_t q_addr, int lane, int q4,
-                                         SplitState<Cfg>& st) {
-    float sacc[C::kSRegs];
-    uint32_t pf[kBn / 16][4];
-    float alpha[2];
-    int n = w.n_first, it = 0;
-    int s = 0;
-    uint32_t parity = 0;
-    // prologue: gemm Q * K_first -> S, softmax -> P_first (acc is zero:
-    // alpha_first scales nothing, as in walk_serial)
-    mbar_wait(smem.k_full(s), parity);
-    C::issue_qk(sacc, q_addr, smem_addr(smem.k(s)));
-    wgmma_wait<0>();
-#pragma unroll
-    for (int i = 0; i < C::kSRegs; ++i) reg_fence(sacc[i]);
-    if (lane == 0) mbar_arrive(smem.k_empty(s));  // release K_first
-    {
-      const int k0 = n * kBn;
-      const bool masked = !vis.block_fully_visible(w.i_first, w.i_last, k0, kBn);
-      apply_logits_and_mask(sacc, score, masked, lo, hi, k0, q4);
-      C::softmax_update(sacc, st.m, st.l, alpha, plain, vis, /*masked=*/false, 0, k0, q4);
-      C::pack_p(sacc, pf);
-    }
-#pragma unroll
-    for (int kk = 0; kk < kBn / 16; ++kk)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) reg_fence(pf[kk][r]);
-#pragma unroll
-    for (int i = 0; i < Cfg::kHeadDim / 2; ++i) reg_fence(st.acc[i]);
-    for (++n, ++it; n <= w.n_last; ++n, ++it) {
-      const int s_prev = s;
-      const uint32_t parity_prev = parity;
-      s = it % Cfg::kStages;
-      parity = (it / Cfg::kStages) & 1;
-      const int k0 = n * kBn;
-
-      // gemm Q * K_n -> S (group 1), gemm P_{n-1} * V_{n-1} -> O (group 2)
-      mbar_wait(smem.k_full(s), parity);
-      mbar_wait(smem.v_full(s_prev), parity_prev);
-      C::issue_qk(sacc, q_addr, smem_addr(smem.k(s)));
-      C::issue_pv(st.acc, pf, smem_addr(smem.v(s_prev)));
-      wgmma_wait<1>();
-#pragma unroll
-      for (int i = 0; i < C::kSRegs; ++i) reg_fence(sacc[i]);
-      if (lane == 0) mbar_arrive(smem.k_empty(s));  // release K_n
-
-      // softmax step -> P_n (f32 in sacc until group 2, which reads
-      // P_{n-1}, is done), alpha_n
-      const bool masked = !vis.block_fully_visible(w.i_first, w.i_last, k0, kBn);
-      apply_logits_and_mask(sacc, score, masked, lo, hi, k0, q4);
-      C::softmax_update(sacc, st.m, st.l, alpha, plain, vis, /*masked=*/false, 0, k0, q4);
-
-      // Wait for group 2, release V_{n-1}, O *= alpha_n. The wait sits in
-      // both arms of a branch so that it starts a basic block of its own:
-      // ptxas hoists a wgmma wait to the top of its block, which would put
-      // it before the softmax (the forward's finding; see consumer_run).
-      auto finish_pv = [&]() {
-        wgmma_wait<0>();
-#pragma unroll
-        for (int i = 0; i < Cfg::kHeadDim / 2; ++i) reg_fence(st.acc[i]);
-#pragma unroll
-        for (int kk = 0; kk < kBn / 16; ++kk)
-#pragma unroll
-          for (int r = 0; r < 4; ++r) reg_fence(pf[kk][r]);  // P_{n-1} was read until here
-        if (lane == 0) mbar_arrive(smem.v_empty(s_prev));  // release V_{n-1}
-      };
-      if (masked) {
-        finish_pv();
-        C::rescale(st.acc, alpha);
-      } else {
-        finish_pv();
-        C::rescale(st.acc, alpha);
-      }
-      C::pack_p(sacc, pf);
-      // Pin the new O and P: wgmma operands must not be written between the
-      // next iteration's wgmmas (ptxas would serialize them).
-#pragma unroll
-      for (int kk = 0; kk < kBn / 16; ++kk)
-#pragma unroll
-        for (int r = 0; r < 4; ++r) reg_fence(pf[kk][r]);
-#pragma unroll
-      for (int i = 0; i < Cfg::kHeadDim / 2; ++i) reg_fence(st.acc[i]);
-    }
-    // epilogue: gemm P_last * V_last -> O
-    mbar_wait(smem.v_full(s), parity);
-    C::issue_pv(st.acc, pf, smem_addr(smem.v(s)));
-    wgmma_wait<0>();
-#pragma unroll
-    for (int i = 0; i < Cfg::kHeadDim / 2; ++i) reg_fence(st.acc[i]);
-#pragma unroll
-    for (int kk = 0; kk < kBn / 16; ++kk)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) reg_fence(pf[kk][r]);
-    if (lane == 0) mbar_arrive(smem.v_empty(s));  // release V_last
   }
 };
 

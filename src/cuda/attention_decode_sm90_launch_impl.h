@@ -109,26 +109,10 @@ sb_status launch_attention_decode(const AttentionDecodeParams& params, int varia
   constexpr int D = Cfg::kHeadDim;
   constexpr bool kBf16 = Cfg::kBf16;
   sb_status st;
-  switch (variant) {
-    case kDecodeTwoPerSm:
-      st = launch_split<DecodeConfig<D, kBf16, kDecodeTwoPerSm>>(params, stream);
-      break;
-    case kDecodeDeepEarly:
-      st = launch_split<DecodeConfig<D, kBf16, kDecodeDeepEarly>>(params, stream);
-      break;
-    case kDecodeDeepOverlap:
-      st = launch_split<DecodeConfig<D, kBf16, kDecodeDeepOverlap>>(params, stream);
-      break;
-    case kDecodeTwoPerSmHeadMajor:
-      st = launch_split<DecodeConfig<D, kBf16, kDecodeTwoPerSmHeadMajor>>(params, stream);
-      break;
-    case kDecodeDeepOverlapHeadMajor:
-      st = launch_split<DecodeConfig<D, kBf16, kDecodeDeepOverlapHeadMajor>>(params, stream);
-      break;
-    default:
-      st = launch_split<DecodeConfig<D, kBf16, kDecodeMain>>(params, stream);
-      break;
-  }
+  if (variant == kDecodeTwoPerSmHeadMajor)
+    st = launch_split<DecodeConfig<D, kBf16, kDecodeTwoPerSmHeadMajor>>(params, stream);
+  else
+    st = launch_split<DecodeConfig<D, kBf16, kDecodeMain>>(params, stream);
   if (st != SB_OK || params.direct_out) return st;  // direct_out: pass 1 wrote out and lse
   return launch_combine<Cfg>(params, stream);
 }

@@ -91,28 +91,21 @@ struct AttentionDecodeParams {
 // never an operand, an operation or its order (docs/decode_design.md,
 // "Variants").
 //   0  main's kernel: deep ring, 1 CTA per SM, steps in series per block
+//   4  2 CTAs per SM (one K and one V stage; d 64: 3 stages), steps in
+//      series, the first K/V issued before Q, CTAs ordered KV head fastest
+//      (grid x = split * Hk + hk): the Hk CTAs that read the same cache
+//      pages (one head each, 256-byte pieces of each 2 KiB slot row at
+//      d 128, Hk 8) start together. d 256 keeps the deep ring (its state
+//      does not fit the 168 registers a thread gets with 2 x 160 threads
+//      per SM).
 // Every schedule but 0 at d 256 writes the rows of a one-split cache from
-// pass 1 (direct_out, no combine; decode_direct_out).
-//   1  2 CTAs per SM (one K and one V stage; d 64: 3 stages), steps in
-//      series; first K/V issued before Q.
-//      d 256 keeps the deep ring (its state does not fit the 168 registers
-//      a thread gets with 2 x 160 threads per SM): there 1 == 2.
-//   2  main's ring and 1 CTA per SM, first K/V issued before Q
-//   3  as 2, and S_{n+1} = Q K_{n+1}^T issued with P_n V_n (the forward's
-//      overlap: the softmax of block n+1 runs while P_n V_n is in flight)
-//   4  as 1, CTAs ordered KV head fastest (grid x = split * Hk + hk): the
-//      Hk CTAs that read the same cache pages (one head each, 256-byte
-//      pieces of each 2 KiB slot row at d 128, Hk 8) start together
-//   5  as 3, CTAs ordered KV head fastest
+// pass 1 (direct_out, no combine; decode_direct_out). The numbers 1, 2, 3
+// and 5 named schedules measured on an H100 and dropped on 2026-11-21
+// (slower everywhere: docs/decode_design.md, "Variants"); they now select 0.
 enum DecodeVariant : int {
   kDecodeMain = 0,
-  kDecodeTwoPerSm = 1,
-  kDecodeDeepEarly = 2,
-  kDecodeDeepOverlap = 3,
   kDecodeTwoPerSmHeadMajor = 4,
-  kDecodeDeepOverlapHeadMajor = 5,
 };
-constexpr int kDecodeVariants = 6;
 
 // FREE. Whether a schedule writes the rows of a one-split cache from pass 1
 // (direct_out, no combine). Every schedule except main's at d 256, where the
@@ -165,12 +158,9 @@ struct DecodeConfig {
   static constexpr int kThreads = kConsumerThreads + 32;
   // FREE. The schedule (DecodeVariant above).
   static constexpr int kVariant = kVariant_;
-  static_assert(kVariant >= 0 && kVariant < kDecodeVariants, "unknown decode variant");
-  static constexpr bool kTwoPerSm =
-      (kVariant == kDecodeTwoPerSm || kVariant == kDecodeTwoPerSmHeadMajor) && kHeadDim <= 128;
-  static constexpr bool kOverlap = kVariant == kDecodeDeepOverlap || kVariant == kDecodeDeepOverlapHeadMajor;
-  static constexpr bool kHeadMajor =
-      kVariant == kDecodeTwoPerSmHeadMajor || kVariant == kDecodeDeepOverlapHeadMajor;
+  static_assert(kVariant == kDecodeMain || kVariant == kDecodeTwoPerSmHeadMajor, "unknown decode variant");
+  static constexpr bool kTwoPerSm = kVariant == kDecodeTwoPerSmHeadMajor && kHeadDim <= 128;
+  static constexpr bool kHeadMajor = kVariant == kDecodeTwoPerSmHeadMajor;
   static constexpr bool kEarlyKv = kVariant != kDecodeMain;     // K/V of the first stages before Q
   static constexpr bool kDirectOut = decode_direct_out(kVariant, kHeadDim);  // one-split rows by pass 1
   static constexpr int kCtasPerSm = kTwoPerSm ? 2 : 1;
