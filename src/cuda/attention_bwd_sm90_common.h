@@ -71,17 +71,7 @@ __device__ __forceinline__ void load_tile(uint8_t* dst, const uint16_t* src, int
 }
 
 // ---------------------------------------------------------------- numerics
-template <bool kBf16>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  if constexpr (kBf16) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<uint32_t*>(&v);
-  } else {
-    __half2 v = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<uint32_t*>(&v);
-  }
-}
-
+// (pack2: sm90_primitives.h)
 template <bool kBf16>
 __device__ __forceinline__ float load_elem(const void* base, int64_t idx) {
   const uint16_t u = static_cast<const uint16_t*>(base)[idx];

@@ -210,7 +210,7 @@ struct DecodeCombine {
 #pragma unroll
     for (int j = 0; j < kCols; j += 2)
       *reinterpret_cast<uint32_t*>(o + j) =
-          decode_pack<Cfg::kBf16>(__fmul_rn(acc[j], inv), __fmul_rn(acc[j + 1], inv));
+          pack2<Cfg::kBf16>(__fmul_rn(acc[j], inv), __fmul_rn(acc[j + 1], inv));
     if (t == 0) {
       p.lse[b * p.lse_batch_stride + h * p.lse_head_stride + static_cast<int64_t>(i) * p.lse_row_stride] = lse;
     }

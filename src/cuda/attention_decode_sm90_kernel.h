@@ -86,17 +86,6 @@ __device__ __forceinline__ void decode_finish_row(float M, float L, float& inv, 
   lse = L == 0.f ? CUDART_INF_F : __fmul_rn(__fadd_rn(M, log2_approx(L)), kLn2);
 }
 
-template <bool kBf16>
-__device__ __forceinline__ uint32_t decode_pack(float lo, float hi) {
-  if constexpr (kBf16) {
-    __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    return *reinterpret_cast<uint32_t*>(&v);
-  } else {
-    __half2 v = __floats2half2_rn(lo, hi);
-    return *reinterpret_cast<uint32_t*>(&v);
-  }
-}
-
 // What one CTA of the split kernel computes; all threads derive the same.
 struct DecodeWork {
   int b, hk, tile, split;
@@ -423,7 +412,7 @@ struct DecodeConsumer {
     for (int c = 0; c < Cfg::kHeadDim / 8; ++c) {
       const float a0 = sees ? acc[4 * c + 2 * h] : 0.f, a1 = sees ? acc[4 * c + 2 * h + 1] : 0.f;
       *reinterpret_cast<uint32_t*>(o + 8 * c) =
-          decode_pack<Cfg::kBf16>(__fmul_rn(a0, inv), __fmul_rn(a1, inv));
+          pack2<Cfg::kBf16>(__fmul_rn(a0, inv), __fmul_rn(a1, inv));
     }
     if (q4 == 0)
       p.lse[b * p.lse_batch_stride + head * p.lse_head_stride + static_cast<int64_t>(i) * p.lse_row_stride] = lse;

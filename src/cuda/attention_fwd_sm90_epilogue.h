@@ -104,15 +104,7 @@ __device__ __forceinline__ void write_output(const AttentionFwdParams& p, const 
     for (int c = 0; c < Cfg::kHeadDim / 8; ++c) {
       const float x0 = __fmul_rn(st.acc[4 * c + 2 * h], inv);
       const float x1 = __fmul_rn(st.acc[4 * c + 2 * h + 1], inv);
-      uint32_t packed;
-      if constexpr (Cfg::kBf16) {
-        __nv_bfloat162 v = __floats2bfloat162_rn(x0, x1);
-        packed = *reinterpret_cast<uint32_t*>(&v);
-      } else {
-        __half2 v = __floats2half2_rn(x0, x1);
-        packed = *reinterpret_cast<uint32_t*>(&v);
-      }
-      *reinterpret_cast<uint32_t*>(o + 8 * c + 2 * q4) = packed;
+      *reinterpret_cast<uint32_t*>(o + 8 * c + 2 * q4) = pack2<Cfg::kBf16>(x0, x1);
     }
     if (q4 == 0) {
       const float lse = L == 0.f ? CUDART_INF_F

@@ -218,16 +218,6 @@ struct Consumer {
   static constexpr int kBn = Cfg::kBlockN;
   static constexpr int kSRegs = kBn / 2;  // S slice: 64 x Bn f32 over 128 threads
 
-  __device__ static uint32_t pack(float lo, float hi) {
-    if constexpr (Cfg::kBf16) {
-      __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-      return *reinterpret_cast<uint32_t*>(&v);
-    } else {
-      __half2 v = __floats2half2_rn(lo, hi);
-      return *reinterpret_cast<uint32_t*>(&v);
-    }
-  }
-
   // S (64 x Bn) = Q_wg (64 x d) * K^T (d x Bn): d / 16 wgmmas, k ascending.
   // Both operands K-major in 128B-swizzled chunks: k step ks reads chunk
   // ks / 4 at byte offset (ks % 4) * 32. Issued and committed as one wgmma
@@ -350,10 +340,10 @@ struct Consumer {
   __device__ static void pack_p(const float (&s)[kSRegs], uint32_t (&pf)[kBn / 16][4]) {
 #pragma unroll
     for (int kk = 0; kk < kBn / 16; ++kk) {
-      pf[kk][0] = pack(s[8 * kk + 0], s[8 * kk + 1]);
-      pf[kk][1] = pack(s[8 * kk + 2], s[8 * kk + 3]);
-      pf[kk][2] = pack(s[8 * kk + 4], s[8 * kk + 5]);
-      pf[kk][3] = pack(s[8 * kk + 6], s[8 * kk + 7]);
+      pf[kk][0] = pack2<Cfg::kBf16>(s[8 * kk + 0], s[8 * kk + 1]);
+      pf[kk][1] = pack2<Cfg::kBf16>(s[8 * kk + 2], s[8 * kk + 3]);
+      pf[kk][2] = pack2<Cfg::kBf16>(s[8 * kk + 4], s[8 * kk + 5]);
+      pf[kk][3] = pack2<Cfg::kBf16>(s[8 * kk + 6], s[8 * kk + 7]);
     }
   }
 };
