@@ -37,13 +37,7 @@ __device__ __forceinline__ void cp_async_4(void* dst, const void* src, bool vali
                "r"(n)
                : "memory");
 }
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;" ::: "memory");
-}
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
-}
+// (cp_async_commit, cp_async_wait: sm90_primitives.h)
 
 // Issues the loads of a kRows x kD tile (16-bit elements) into the
 // swizzled chunk layout: element (r, c) lives in chunk c / 64 at row r,

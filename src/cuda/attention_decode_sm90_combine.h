@@ -96,11 +96,6 @@ struct DecodeCombine {
   __device__ static void cp_async_8(float* dst, const float* src) {
     asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(smem_addr(dst)), "l"(src) : "memory");
   }
-  __device__ static void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-  template <int kPending>
-  __device__ static void cp_async_wait() {
-    asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
-  }
   // The threads of one row meet: every thread's completed cp.async bytes
   // (cp_async_wait) become visible to the others, or every thread is done
   // reading a buffer before it is refilled.

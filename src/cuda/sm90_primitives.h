@@ -135,6 +135,17 @@ __device__ __forceinline__ uint64_t make_smem_desc_sw128(uint32_t addr, uint32_t
   return d;
 }
 
+// ---------------------------------------------------------------- cp.async
+// Closes this thread's group of cp.async copies; waits until at most
+// kPending of its groups are still in flight.
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
+}
+
 // ---------------------------------------------------------------- math
 // Fixed-precision helpers: the numerics contract names every rounding, so
 // these are never contracted into FMAs or replaced by approximations the
