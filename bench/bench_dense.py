@@ -38,7 +38,7 @@ import time
 import torch
 import torch.nn.functional as F
 
-from bench_util import graphed
+from bench_util import forced_tile, graphed
 from samebits import dense as D
 from samebits import mode as Mode
 
@@ -51,22 +51,6 @@ GEMM_TILES = ["64x32", "64x64", "64x128", "64x256", "128x128", "128x256", "64x12
               "128x128pp", "128x128ppm2"]
 
 
-class forced_tile:
-    def __init__(self, name):
-        self.name = name
-
-    def __enter__(self):
-        self.old = os.environ.get("SAMEBITS_GEMM_TILE")
-        if self.name is None:
-            os.environ.pop("SAMEBITS_GEMM_TILE", None)
-        else:
-            os.environ["SAMEBITS_GEMM_TILE"] = self.name
-
-    def __exit__(self, *a):
-        if self.old is None:
-            os.environ.pop("SAMEBITS_GEMM_TILE", None)
-        else:
-            os.environ["SAMEBITS_GEMM_TILE"] = self.old
 FAILS: list[str] = []
 
 

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 import samebits
-from bench_util import graphed
+from bench_util import forced_tile, graphed
 
 
 def decode_cases():
@@ -69,15 +69,8 @@ def forced(tile, fn):
     """fn with the GEMM tile entry `tile` forced (SAMEBITS_GEMM_TILE is read on
     every call, so also while a CUDA graph is captured)."""
     def call():
-        old = os.environ.get("SAMEBITS_GEMM_TILE")
-        os.environ["SAMEBITS_GEMM_TILE"] = tile
-        try:
+        with forced_tile(tile):
             return fn()
-        finally:
-            if old is None:
-                os.environ.pop("SAMEBITS_GEMM_TILE", None)
-            else:
-                os.environ["SAMEBITS_GEMM_TILE"] = old
     return call
 
 
