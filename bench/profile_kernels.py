@@ -6,9 +6,10 @@ torch.profiler (CUPTI), with L2 flushed (256 MiB write) before each call and
 the call replayed from a CUDA graph (as decode steps are served) or eager.
 Cases: decode (samebits paged page 64 / SDPA flash / SDPA cuDNN; GQA 8:1,
 d128, bf16) at small batch x context, and GEMM (samebits.linear / F.linear,
-bf16) at a few M; the names show, e.g., whether cuBLAS splits K.
+bf16) at a few M; the names show, e.g., whether cuBLAS splits K; and (--only
+bwd, eager) the attention backward of samebits and SDPA cuDNN, d128 bf16.
 
-usage: python bench/profile_kernels.py --out DIR [--reps 5] [--only decode|gemm]
+usage: python bench/profile_kernels.py --out DIR [--reps 5] [--only decode|gemm|bwd]
            [--gemm-tiles 128x256,128x256m2] [--gemm-ms 2048,16384] [--gemm-shapes 4096x4096]
 Writes DIR/profile_kernels.json (per case: median duration of each kernel,
 the summed kernel time, and the span from the first kernel's start to the
@@ -63,6 +64,30 @@ def decode_cases():
                 with sdpa_kernel(backend):
                     return F.scaled_dot_product_attention(qd, kd, vd, enable_gqa=True)
             yield f"decode {B}x{ctx} {name}", kv_bytes, call
+
+
+def bwd_cases():
+    """Attention backward (bf16, 16 heads, d128, B x L = 16k): the kernels of
+    one autograd backward of samebits.attention and of SDPA cuDNN (eager)."""
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    H, D = 16, 128
+    for L in (1024, 4096, 16384):
+        B = 16384 // L
+        for causal in (False, True):
+            q, k, v = (torch.randn(B, L, H, D, dtype=torch.bfloat16, device="cuda").requires_grad_()
+                       for _ in range(3))
+            dout = torch.randn(B, L, H, D, dtype=torch.bfloat16, device="cuda")
+            flops = 2.5 * 4 * B * H * L * L * D / (2 if causal else 1)
+            out = samebits.attention(q, k, v, causal=causal)
+            yield (f"bwd {B}x{L} causal={int(causal)} samebits", flops,
+                   lambda out=out, q=q, k=k, v=v, dout=dout:
+                   torch.autograd.grad(out, (q, k, v), dout, retain_graph=True))
+            qt, kt, vt = (t.detach().transpose(1, 2).requires_grad_() for t in (q, k, v))
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                o2 = F.scaled_dot_product_attention(qt, kt, vt, is_causal=causal)
+            yield (f"bwd {B}x{L} causal={int(causal)} cudnn", flops,
+                   lambda o2=o2, qt=qt, kt=kt, vt=vt, d2=dout.transpose(1, 2):
+                   torch.autograd.grad(o2, (qt, kt, vt), d2, retain_graph=True))
 
 
 def forced(tile, fn):
@@ -120,7 +145,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--reps", type=int, default=5)
-    ap.add_argument("--only", choices=["decode", "gemm"])
+    ap.add_argument("--only", choices=["decode", "gemm", "bwd"])
     ap.add_argument("--eager", action="store_true", help="profile eager calls instead of graph replays")
     ap.add_argument("--no-flush", action="store_true",
                     help="leave L2 warm (the call's own data may be in it): separates memory from the rest")
@@ -133,9 +158,12 @@ def main():
     samebits.set_value_checks(False)
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     gens = []
-    if args.only != "gemm":
+    if args.only == "bwd":
+        gens.append(bwd_cases())
+        args.eager = True  # autograd backward: profiled eager
+    if args.only in (None, "decode"):
         gens.append(decode_cases())
-    if args.only != "decode":
+    if args.only in (None, "gemm"):
         gens.append(gemm_cases(shapes=[tuple(int(v) for v in sh.split("x")) for sh in args.gemm_shapes.split(",") if sh],
                                ms=[int(v) for v in args.gemm_ms.split(",") if v],
                                tiles=[t for t in args.gemm_tiles.split(",") if t]))
@@ -163,7 +191,7 @@ def main():
                                for (i, kn), ds in sorted(kinds.items())],
                    "span_us": statistics.median(spans), "busy_us": statistics.median(busy)}
             rows.append(row)
-            unit = "GB/s" if name.startswith("decode") else "TFLOP/s"
+            unit = "GB/s" if name.startswith("decode") else "TFLOP/s"  # bwd: FLOPs 2.5x the forward's
             rate = work / (row["span_us"] * 1e-6) / (1e9 if unit == "GB/s" else 1e12)
             print(f"{name:40s} span {row['span_us']:8.1f} us  busy {row['busy_us']:8.1f} us  {rate:7.1f} {unit}",
                   flush=True)
