@@ -130,8 +130,8 @@ def profile_case(fn, flush, reps, out_path, warm=False):
     kernels = sorted((e for e in trace["traceEvents"] if e.get("cat") == "kernel"), key=lambda e: e["ts"])
     calls, cur = [], None
     for e in kernels:
-        if e["name"].startswith("void at::native::vectorized_elementwise_kernel") and e["dur"] > 20:
-            cur = []  # the flush (a 256 MiB fill) opens a call
+        if e["name"].startswith("void at::native::vectorized_elementwise_kernel") and e["dur"] > 60:
+            cur = []  # the flush (a 256 MiB fill, ~90 us; a call's own zero fills take less) opens a call
             calls.append(cur)
             continue
         if cur is not None:
