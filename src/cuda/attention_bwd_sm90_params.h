@@ -30,6 +30,11 @@
 #define SAMEBITS_BWD_TMA_DKDV 0
 #endif
 
+// Experiment: head dims above this use split roles in the dK/dV pass.
+#ifndef SAMEBITS_BWD_SPLIT_ABOVE
+#define SAMEBITS_BWD_SPLIT_ABOVE 128
+#endif
+
 namespace samebits::cuda::sm90 {
 
 struct AttentionBwdParams {
@@ -105,7 +110,7 @@ struct BwdConfig {
   // spilled (ptxas: 255 registers, 220 bytes); the role split costs one
   // extra S^T product per tile (5 products instead of 4) and halves the
   // reuse of each streamed Q/dO tile (docs/backward_design.md, "Speed limits").
-  static constexpr bool kSplitRoles = kHeadDim > 64;
+  static constexpr bool kSplitRoles = kHeadDim > SAMEBITS_BWD_SPLIT_ABOVE;
   static constexpr int kBlockN = kSplitRoles ? 64 : 128;
   static constexpr int kBlockM = 64;  // query rows per streamed Q / dO tile
   static constexpr int kKVBytes = kBlockN * kHeadDim * kElemBytes;  // K or V: Bn x d
@@ -173,8 +178,8 @@ struct BwdConfig {
   // at d <= 128 and 232 at d = 256 with no spill (224: 4 bytes at d = 256).
   static constexpr int kDkdvTmaThreads = 384;
   static constexpr int kDkdvLaunchRegs = (65536 / kDkdvTmaThreads) / 8 * 8;  // 168
-  static constexpr int kDkdvProducerRegs = kHeadDim == 256 ? 40 : 56;
-  static constexpr int kDkdvConsumerRegs = kHeadDim == 256 ? 232 : 224;
+  static constexpr int kDkdvProducerRegs = kHeadDim == 256 ? 40 : (kHeadDim == 128 && !kSplitRoles ? 24 : 56);
+  static constexpr int kDkdvConsumerRegs = kHeadDim == 256 ? 232 : (kHeadDim == 128 && !kSplitRoles ? 240 : 224);
   static_assert(128 * kDkdvProducerRegs + 256 * kDkdvConsumerRegs <=
                     kDkdvTmaThreads * kDkdvLaunchRegs,
                 "setmaxnreg split over the registers the CTA launched with");
