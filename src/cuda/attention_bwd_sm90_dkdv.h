@@ -17,8 +17,8 @@
 // k16 steps of (head, query row) in ascending order (numerics.md
 // "Backward"); skipped tiles would add exact zeros.
 //
-// Warpgroups: each owns 64 keys (both products) for head dim 64; for head
-// dims 128 and 256 both own the same 64 keys, warpgroup 0 computing dV and
+// Warpgroups: each owns 64 keys (both products) for head dims 64 and 128;
+// for head dim 256 both own the same 64 keys, warpgroup 0 computing dV and
 // warpgroup 1 dK (BwdConfig::kSplitRoles, which says why).
 //
 // Synchronization (one CTA, no mbarriers): all 256 threads issue cp.async

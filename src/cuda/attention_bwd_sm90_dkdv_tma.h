@@ -9,8 +9,8 @@
 // memory layout, so every product and element formula, and therefore every
 // bit, is v2's.
 //
-//   warpgroups 0, 1   consumers, v2's roles (d = 64: 64 keys each, dK and
-//                     dV; d = 128, 256: warpgroup 0 dV, warpgroup 1 dK),
+//   warpgroups 0, 1   consumers, v2's roles (d = 64, 128: 64 keys each, dK
+//                     and dV; d = 256: warpgroup 0 dV, warpgroup 1 dK),
 //                     setmaxnreg up to kDkdvConsumerRegs
 //   warpgroup 2       producer, setmaxnreg down to kDkdvProducerRegs; its
 //                     warp 0 loads, the other three exit

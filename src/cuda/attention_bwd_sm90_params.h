@@ -97,15 +97,17 @@ struct BwdConfig {
   static constexpr int kThreads = 256;                   // two warpgroups, both compute
 
   // ---- dK/dV kernel: a CTA owns kBlockN keys of one (sequence, KV head).
-  // Head dim 64: each warpgroup owns 64 keys and accumulates both dK and dV
-  // (2 x d/2 f32 registers a thread). Head dims 128 and 256: both
+  // Head dims 64 and 128: each warpgroup owns 64 keys and accumulates both
+  // dK and dV (2 x d/2 f32 registers a thread). Head dim 256: both
   // warpgroups own the same 64 keys, warpgroup 0 accumulates dV and
-  // warpgroup 1 dK (each recomputes S^T). Both products in one warpgroup at
-  // d = 128 need 208 registers of accumulators and operands, and the kernel
-  // spilled (ptxas: 255 registers, 220 bytes); the role split costs one
-  // extra S^T product per tile (5 products instead of 4) and halves the
-  // reuse of each streamed Q/dO tile (docs/backward_design.md, "Speed limits").
-  static constexpr bool kSplitRoles = kHeadDim > 64;
+  // warpgroup 1 dK (split roles, P^T handed over through shared memory).
+  // At d = 128 both products in one warpgroup need 208 registers of
+  // accumulators and operands: v2 spills (255 registers, 124 bytes) and v3
+  // (setmaxnreg 240) spills 588 bytes, yet v3 runs 1.05-1.23x faster than
+  // with split roles (fifth session, docs/backward_design.md): the two
+  // warpgroups no longer wait for each other every tile, and each streamed
+  // Q / dO tile serves 128 keys. FREE: the same bits either way.
+  static constexpr bool kSplitRoles = kHeadDim > 128;
   static constexpr int kBlockN = kSplitRoles ? 64 : 128;
   static constexpr int kBlockM = 64;  // query rows per streamed Q / dO tile
   static constexpr int kKVBytes = kBlockN * kHeadDim * kElemBytes;  // K or V: Bn x d
@@ -170,11 +172,13 @@ struct BwdConfig {
   // d = 64 / 128 / 256). The split must fit what the CTA got at launch
   // (384 x 168), or setmaxnreg.inc waits forever. ptxas -v, nvcc 13.0: the
   // producer spills at 24 (172 bytes) and 40 (d <= 128); consumers fit 224
-  // at d <= 128 and 232 at d = 256 with no spill (224: 4 bytes at d = 256).
+  // at d = 64 (split roles at 128: 224) and 232 at d = 256 with no spill
+  // (224: 4 bytes at d = 256). d = 128 takes the most the consumers can
+  // get, 240 (producer 24), and spills (see kSplitRoles).
   static constexpr int kDkdvTmaThreads = 384;
   static constexpr int kDkdvLaunchRegs = (65536 / kDkdvTmaThreads) / 8 * 8;  // 168
-  static constexpr int kDkdvProducerRegs = kHeadDim == 256 ? 40 : 56;
-  static constexpr int kDkdvConsumerRegs = kHeadDim == 256 ? 232 : 224;
+  static constexpr int kDkdvProducerRegs = kHeadDim == 256 ? 40 : (kHeadDim == 128 ? 24 : 56);
+  static constexpr int kDkdvConsumerRegs = kHeadDim == 256 ? 232 : (kHeadDim == 128 ? 240 : 224);
   static_assert(128 * kDkdvProducerRegs + 256 * kDkdvConsumerRegs <=
                     kDkdvTmaThreads * kDkdvLaunchRegs,
                 "setmaxnreg split over the registers the CTA launched with");
