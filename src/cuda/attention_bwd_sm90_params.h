@@ -155,10 +155,10 @@ struct BwdConfig {
   // Head dim 128 (kDqWide): K / V tiles of 128 keys (m64n128 S and dP,
   // a k128 dQ product per tile), two stages, and a producer warpgroup so
   // that setmaxnreg can give the consumers 240 registers (384 threads).
-  static constexpr bool kDqWide = kHeadDim == 128;
+  static constexpr bool kDqWide = kHeadDim <= 128;
   static constexpr int kDqTmaBlockN = kDqWide ? 128 : kDqBlockN;
   static constexpr int kDqTmaKVBytes = kDqTmaBlockN * kHeadDim * kElemBytes;
-  static constexpr int kDqTmaStages = kDqWide ? 2 : (kHeadDim <= 128 ? 4 : 2);
+  static constexpr int kDqTmaStages = kHeadDim == 64 ? 4 : 2;
   static constexpr int kDqTmaThreads = kDqWide ? 384 : kDqThreads + 32;
   static constexpr int kDqTmaProducerRegs = 24;   // kDqWide only
   static constexpr int kDqTmaConsumerRegs = 240;  // kDqWide only
