@@ -152,9 +152,13 @@ struct BwdConfig {
   // (182 with 256 threads' cap), so no setmaxnreg. Head dim 256: 160
   // threads, cap 255, 235 used. Four stages fit at d <= 128 (the ring is
   // what lets the consumers drift apart), two at d = 256.
-  // Head dim 128 (kDqWide): K / V tiles of 128 keys (m64n128 S and dP,
-  // a k128 dQ product per tile), two stages, and a producer warpgroup so
-  // that setmaxnreg can give the consumers 240 registers (384 threads).
+  // Head dims 64 and 128 (kDqWide): K / V tiles of 128 keys (m64n128 S and
+  // dP, a k128 dQ product per tile; four stages at d = 64, two at 128) and
+  // a producer warpgroup so that setmaxnreg can give the consumers 240
+  // registers (384 threads; ptxas spills ~150 bytes, the producer's at 24).
+  // Fifth session, H100: 1.04-1.10x the 64-key tiles at d = 128, up to
+  // 1.08x at d = 64 (docs/backward_design.md). FREE: every dq element is
+  // the same k16 chain over its keys whatever the tile width.
   static constexpr bool kDqWide = kHeadDim <= 128;
   static constexpr int kDqTmaBlockN = kDqWide ? 128 : kDqBlockN;
   static constexpr int kDqTmaKVBytes = kDqTmaBlockN * kHeadDim * kElemBytes;
