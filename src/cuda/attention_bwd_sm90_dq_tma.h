@@ -55,7 +55,7 @@ template <class Cfg>
 struct DqTmaKernel {
   static constexpr int kD = Cfg::kHeadDim;
   static constexpr int kBm = Cfg::kDqBlockM;
-  static constexpr int kBn = Cfg::kDqBlockN;
+  static constexpr int kBn = Cfg::kDqTmaBlockN;
   static constexpr int kS = Cfg::kDqTmaStages;
   static constexpr int kConsumerThreads = Cfg::kDqThreads;
   static constexpr int kConsumerWarps = kConsumerThreads / 32;
@@ -66,8 +66,8 @@ struct DqTmaKernel {
     uint8_t* base;  // 1024-byte aligned
     __device__ uint8_t* q() const { return base + Cfg::kDqTmaOffQ; }
     __device__ uint8_t* dout() const { return base + Cfg::kDqTmaOffDo; }
-    __device__ uint8_t* k(int s) const { return base + Cfg::kDqTmaOffK + s * Cfg::kDqKVBytes; }
-    __device__ uint8_t* v(int s) const { return base + Cfg::kDqTmaOffV + s * Cfg::kDqKVBytes; }
+    __device__ uint8_t* k(int s) const { return base + Cfg::kDqTmaOffK + s * Cfg::kDqTmaKVBytes; }
+    __device__ uint8_t* v(int s) const { return base + Cfg::kDqTmaOffV + s * Cfg::kDqTmaKVBytes; }
     __device__ uint64_t* bars() const {
       return reinterpret_cast<uint64_t*>(base + Cfg::kDqTmaOffBars);
     }
@@ -137,7 +137,7 @@ struct DqTmaKernel {
         mbar_wait(sm.kv_empty(s), parity ^ 1);
         if (k0 + kBn <= u.sg.lk) {
           if (lane == 0) {
-            mbar_arrive_expect_tx(sm.kv_full(s), 2 * Cfg::kDqKVBytes);
+            mbar_arrive_expect_tx(sm.kv_full(s), 2 * Cfg::kDqTmaKVBytes);
             tile_by_tma<Cfg, kBn>(sm.k(s), &maps.k, sm.kv_full(s), u.sg.k_row0 + k0, hk, kb);
             tile_by_tma<Cfg, kBn>(sm.v(s), &maps.v, sm.kv_full(s), u.sg.k_row0 + k0, hk, kb);
           } else {
@@ -358,10 +358,21 @@ __global__ void __launch_bounds__(Cfg::kDqTmaThreads, 1)
     fence_barrier_init();
   }
   __syncthreads();  // the only CTA-wide barrier: barriers initialised
-  if (threadIdx.x >= K::kConsumerThreads)
+  if constexpr (Cfg::kDqWide) {
+    // warpgroup 2 gives its registers to the consumers; its warp 0 loads
+    const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
+    if (wg == 2) {
+      setmaxnreg_dec<Cfg::kDqTmaProducerRegs>();
+      if (threadIdx.x / 32 == 8) K::producer(p, maps, sm);
+    } else {
+      setmaxnreg_inc<Cfg::kDqTmaConsumerRegs>();
+      K::consumer(p, sm);
+    }
+  } else if (threadIdx.x >= K::kConsumerThreads) {
     K::producer(p, maps, sm);
-  else
+  } else {
     K::consumer(p, sm);
+  }
 }
 
 }  // namespace samebits::cuda::sm90::bwd

@@ -95,7 +95,7 @@ sb_status launch_attention_bwd(const AttentionBwdParams& params, const BwdLaunch
 #if SAMEBITS_BWD_TMA
   // v3 dQ: a TMA producer warp; v2's kernel when the maps cannot be encoded.
   BwdMaps maps;
-  if (make_bwd_maps(params, Cfg::kHeadDim, Cfg::kBf16, Cfg::kDqBlockM, Cfg::kDqBlockN, &maps)) {
+  if (make_bwd_maps(params, Cfg::kHeadDim, Cfg::kBf16, Cfg::kDqBlockM, Cfg::kDqTmaBlockN, &maps)) {
     auto dq_tma = bwd::attention_bwd_dq_tma_sm90_kernel<Cfg>;
     if (cudaFuncSetAttribute(dq_tma, cudaFuncAttributeMaxDynamicSharedMemorySize,
                              Cfg::kDqTmaSmemBytes) != cudaSuccess)

@@ -152,13 +152,27 @@ struct BwdConfig {
   // (182 with 256 threads' cap), so no setmaxnreg. Head dim 256: 160
   // threads, cap 255, 235 used. Four stages fit at d <= 128 (the ring is
   // what lets the consumers drift apart), two at d = 256.
-  static constexpr int kDqTmaStages = kHeadDim <= 128 ? 4 : 2;
-  static constexpr int kDqTmaThreads = kDqThreads + 32;
+  // Head dims 64 and 128 (kDqWide): K / V tiles of 128 keys (m64n128 S and
+  // dP, a k128 dQ product per tile; four stages at d = 64, two at 128) and
+  // a producer warpgroup so that setmaxnreg can give the consumers 240
+  // registers (384 threads; ptxas spills ~150 bytes, the producer's at 24).
+  // Fifth session, H100: 1.04-1.10x the 64-key tiles at d = 128, up to
+  // 1.08x at d = 64 (docs/backward_design.md). FREE: every dq element is
+  // the same k16 chain over its keys whatever the tile width.
+  static constexpr bool kDqWide = kHeadDim <= 128;
+  static constexpr int kDqTmaBlockN = kDqWide ? 128 : kDqBlockN;
+  static constexpr int kDqTmaKVBytes = kDqTmaBlockN * kHeadDim * kElemBytes;
+  static constexpr int kDqTmaStages = kHeadDim == 64 ? 4 : 2;
+  static constexpr int kDqTmaThreads = kDqWide ? 384 : kDqThreads + 32;
+  static constexpr int kDqTmaProducerRegs = 24;   // kDqWide only
+  static constexpr int kDqTmaConsumerRegs = 240;  // kDqWide only
+  static_assert(!kDqWide || 128 * kDqTmaProducerRegs + 256 * kDqTmaConsumerRegs <= 384 * 168,
+                "setmaxnreg split over the registers the CTA launched with");
   static constexpr int kDqTmaOffQ = 0;
   static constexpr int kDqTmaOffDo = kDqTmaOffQ + kDqQBytes;
-  static constexpr int kDqTmaOffK = kDqTmaOffDo + kDqQBytes;                  // [stage]
-  static constexpr int kDqTmaOffV = kDqTmaOffK + kDqTmaStages * kDqKVBytes;   // [stage]
-  static constexpr int kDqTmaOffBars = kDqTmaOffV + kDqTmaStages * kDqKVBytes;
+  static constexpr int kDqTmaOffK = kDqTmaOffDo + kDqQBytes;                     // [stage]
+  static constexpr int kDqTmaOffV = kDqTmaOffK + kDqTmaStages * kDqTmaKVBytes;   // [stage]
+  static constexpr int kDqTmaOffBars = kDqTmaOffV + kDqTmaStages * kDqTmaKVBytes;
   // q_full, q_empty, kv_full[stage], kv_empty[stage]
   static constexpr int kDqTmaBarriers = 2 + 2 * kDqTmaStages;
   static constexpr int kDqTmaSmemBytes = kDqTmaOffBars + kDqTmaBarriers * 8 + 1024;
