@@ -10,8 +10,11 @@
 // the warpgroups wait:
 //
 //   warps 0 .. 4 * kDqWarpgroups - 1   consumers, 64 query rows a warpgroup
-//   the last warp                      producer: Q, dO once per unit, then
-//                                      the K, V tiles in ascending order
+//   the producer                       Q, dO once per unit, then the K, V
+//                                      tiles in ascending order: the last
+//                                      warp (d = 256), or warp 0 of a third
+//                                      warpgroup that gives its registers
+//                                      to the consumers (kDqWide, d <= 128)
 //
 // v2 met all 256 threads at one __syncthreads per KV tile, so both
 // warpgroups started every tile together and their P / G phases collided.

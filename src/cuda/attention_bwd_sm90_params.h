@@ -142,16 +142,14 @@ struct BwdConfig {
   static constexpr int kDqOffV = kDqOffK + kStages * kDqKVBytes;  // [stage]
   static constexpr int kDqSmemBytes = kDqOffV + kStages * kDqKVBytes + 1024;
 
-  // ---- dQ kernel, v3 (SAMEBITS_BWD_TMA): the same tiles and warpgroups,
-  // plus one producer warp (the last) that loads Q, dO once per unit and
-  // the K, V tiles into a ring of kDqTmaStages stages (TMA for tiles inside
-  // the sequence, by hand with zero fill for the one that crosses its end).
-  // Head dims <= 128: 288 threads. ptxas caps a 288-thread kernel at 168
-  // registers, as a 384-thread one (registers go by groups of 4 warps; a
-  // test kernel shows it), and the v3 kernel fits: 141 / 168, no spill
-  // (182 with 256 threads' cap), so no setmaxnreg. Head dim 256: 160
-  // threads, cap 255, 235 used. Four stages fit at d <= 128 (the ring is
-  // what lets the consumers drift apart), two at d = 256.
+  // ---- dQ kernel, v3 (SAMEBITS_BWD_TMA): the same query tiles and
+  // warpgroups, plus a producer that loads Q, dO once per unit and the K, V
+  // tiles into a ring of kDqTmaStages stages (TMA for tiles inside the
+  // sequence, by hand with zero fill for the one that crosses its end).
+  // Head dim 256: one producer warp (the last), 160 threads, cap 255, 235
+  // used, 64-key tiles, two stages. (Before kDqWide, d <= 128 ran 288
+  // threads with 64-key tiles and four stages: ptxas caps a 288-thread
+  // kernel at 168 registers, as a 384-thread one, and that kernel used 141.)
   // Head dims 64 and 128 (kDqWide): K / V tiles of 128 keys (m64n128 S and
   // dP, a k128 dQ product per tile; four stages at d = 64, two at 128) and
   // a producer warpgroup so that setmaxnreg can give the consumers 240
