@@ -103,8 +103,8 @@ struct BwdConfig {
   // warpgroup 1 dK (split roles, P^T handed over through shared memory).
   // At d = 128 both products in one warpgroup need 208 registers of
   // accumulators and operands: v2 spills (255 registers, 124 bytes) and v3
-  // (setmaxnreg 240) spills 588 bytes, yet v3 runs 1.05-1.23x faster than
-  // with split roles (fifth session, docs/backward_design.md): the two
+  // (setmaxnreg 240) spills 588 bytes (in cold paths), yet v3 runs faster
+  // than with split roles (fifth session, docs/backward_design.md): the two
   // warpgroups no longer wait for each other every tile, and each streamed
   // Q / dO tile serves 128 keys. FREE: the same bits either way.
   static constexpr bool kSplitRoles = kHeadDim > 128;
@@ -154,8 +154,8 @@ struct BwdConfig {
   // dP, a k128 dQ product per tile; four stages at d = 64, two at 128) and
   // a producer warpgroup so that setmaxnreg can give the consumers 240
   // registers (384 threads; ptxas spills ~150 bytes, the producer's at 24).
-  // Fifth session, H100: 1.04-1.10x the 64-key tiles at d = 128, up to
-  // 1.08x at d = 64 (docs/backward_design.md). FREE: every dq element is
+  // Faster than 64-key tiles at both head dims (fifth session,
+  // docs/backward_design.md). FREE: every dq element is
   // the same k16 chain over its keys whatever the tile width.
   static constexpr bool kDqWide = kHeadDim <= 128;
   static constexpr int kDqTmaBlockN = kDqWide ? 128 : kDqBlockN;
