@@ -45,6 +45,7 @@
 #include <string>
 #include <vector>
 
+#include "attention_fwd_harness.h"
 #include "cuda/attention_fwd_sm90_mainloop.h"
 #include "cuda/attention_fwd_sm90_params.h"
 #include "cuda/sm90_primitives.h"
@@ -327,28 +328,10 @@ __global__ void pv_transposed(const __nv_bfloat16* p, const __nv_bfloat16* v,
 }
 
 // ------------------------------------------------------------ host
-#define CK(x)                                                                         \
-  do {                                                                                \
-    cudaError_t e_ = (x);                                                             \
-    if (e_ != cudaSuccess) {                                                          \
-      std::fprintf(stderr, "CUDA error %s at %s:%d: %s\n", cudaGetErrorName(e_),      \
-                   __FILE__, __LINE__, cudaGetErrorString(e_));                       \
-      std::exit(2);                                                                   \
-    }                                                                                 \
-  } while (0)
-
-static uint16_t bf16_bits(float x) {  // round to nearest even (inputs finite)
-  uint32_t u;
-  std::memcpy(&u, &x, 4);
-  u += 0x7FFF + ((u >> 16) & 1);
-  return uint16_t(u >> 16);
-}
-static float bf16_value(uint16_t b) {
-  uint32_t u = uint32_t(b) << 16;
-  float x;
-  std::memcpy(&x, &u, 4);
-  return x;
-}
+// CUDA_OK and the bf16 conversions (round to nearest even) are the test
+// harness's.
+using sbtest::bf16_to_f32;
+using sbtest::f32_to_bf16;
 static uint32_t f32_bits(float x) {
   uint32_t u;
   std::memcpy(&u, &x, 4);
@@ -376,7 +359,7 @@ static float draw(std::mt19937_64& rng, Dist dist, int e_lo, int e_hi) {
 
 static std::vector<uint16_t> random_bf16(size_t n, std::mt19937_64& rng, Dist dist) {
   std::vector<uint16_t> v(n);
-  for (auto& x : v) x = bf16_bits(draw(rng, dist, -12, 6));
+  for (auto& x : v) x = f32_to_bf16(draw(rng, dist, -12, 6));
   return v;
 }
 
@@ -402,22 +385,22 @@ struct Tally {
 template <class T>
 struct Dev {
   T* p = nullptr;
-  explicit Dev(size_t n) { CK(cudaMalloc(&p, n * sizeof(T))); }
+  explicit Dev(size_t n) { CUDA_OK(cudaMalloc(&p, n * sizeof(T))); }
   ~Dev() { cudaFree(p); }
-  void put(const std::vector<T>& h) { CK(cudaMemcpy(p, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice)); }
+  void put(const std::vector<T>& h) { CUDA_OK(cudaMemcpy(p, h.data(), h.size() * sizeof(T), cudaMemcpyHostToDevice)); }
   std::vector<T> get(size_t n) const {
     std::vector<T> h(n);
-    CK(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
+    CUDA_OK(cudaMemcpy(h.data(), p, n * sizeof(T), cudaMemcpyDeviceToHost));
     return h;
   }
 };
 
 template <class K, class... Args>
 static void launch(K kernel, int smem, Args... args) {
-  CK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  CUDA_OK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
   kernel<<<1, 128, smem>>>(args...);
-  CK(cudaGetLastError());
-  CK(cudaDeviceSynchronize());
+  CUDA_OK(cudaGetLastError());
+  CUDA_OK(cudaDeviceSynchronize());
 }
 
 // The CPU check's tolerance: a layout error gives O(1) relative errors; the
@@ -426,9 +409,9 @@ constexpr double kSanityTol = 1e-4;
 
 int main(int argc, char** argv) {
   int dev = 0;
-  CK(cudaGetDevice(&dev));
+  CUDA_OK(cudaGetDevice(&dev));
   cudaDeviceProp prop;
-  CK(cudaGetDeviceProperties(&prop, dev));
+  CUDA_OK(cudaGetDeviceProperties(&prop, dev));
   std::printf("device: %s (sm_%d%d)\n", prop.name, prop.major, prop.minor);
   if (prop.major != 9) {
     std::fprintf(stderr, "needs an sm90 device\n");
@@ -468,7 +451,7 @@ int main(int argc, char** argv) {
         double s = 0;
         mag = 0;
         for (int c = 0; c < kD; ++c) {
-          const double t = double(bf16_value(q[r * kD + c])) * bf16_value(k[key * kD + c]);
+          const double t = double(bf16_to_f32(q[r * kD + c])) * bf16_to_f32(k[key * kD + c]);
           s += t, mag += std::fabs(t);
         }
         return s;
@@ -477,7 +460,7 @@ int main(int argc, char** argv) {
         double s = acc[r * kD + c];
         mag = std::fabs(s);
         for (int key = 0; key < kKeys; ++key) {
-          const double t = double(bf16_value(p[r * kKeys + key])) * bf16_value(v[key * kD + c]);
+          const double t = double(bf16_to_f32(p[r * kKeys + key])) * bf16_to_f32(v[key * kD + c]);
           s += t, mag += std::fabs(t);
         }
         return s;
@@ -486,18 +469,23 @@ int main(int argc, char** argv) {
       // Cases 1 and 3: the forward's S, then each alternative.
       launch(qk_forward, kSmemQK, bq, bk, dref.p);
       const auto s_ref = dref.get(kRows * kKeys);
-      auto qk_alt_t = [&](auto kernel, int G, Tally& t) {
-        launch(kernel, kSmemQK, bq, bk, dalt.p);
-        const auto st = dalt.get(kKeys * G);
+      // ref (rows x cols, the forward's layout) against got, the transposed
+      // result of the first G rows (cols x G).
+      auto compare_transposed = [&](const std::vector<float>& ref, const std::vector<float>& got, int G,
+                                    int cols, auto exact, Tally& t) {
         Tally one{t.name};
         for (int r = 0; r < G; ++r)
-          for (int key = 0; key < kKeys; ++key) {
-            const float ref = s_ref[r * kKeys + key], alt = st[key * G + r];
+          for (int c = 0; c < cols; ++c) {
+            const float rv = ref[r * cols + c], alt = got[c * G + r];
             double mag;
-            const double ex = qk_exact(r, key, mag);
-            for (Tally* x : {&t, &one}) x->add(ref, alt), x->sanity(alt, ex, mag), x->sanity(ref, ex, mag);
+            const double ex = exact(r, c, mag);
+            for (Tally* x : {&t, &one}) x->add(rv, alt), x->sanity(alt, ex, mag), x->sanity(rv, ex, mag);
           }
         one.print();
+      };
+      auto qk_alt_t = [&](auto kernel, int G, Tally& t) {
+        launch(kernel, kSmemQK, bq, bk, dalt.p);
+        compare_transposed(s_ref, dalt.get(kKeys * G), G, kKeys, qk_exact, t);
       };
       qk_alt_t(qk_transposed<8>, 8, c1_8);
       qk_alt_t(qk_transposed<16>, 16, c1_16);
@@ -523,16 +511,7 @@ int main(int argc, char** argv) {
       const auto o_ref = dref.get(kRows * kD);
       auto pv_alt = [&](auto kernel, int G, Tally& t) {
         launch(kernel, kSmemPV, bp, bv, static_cast<const float*>(dacc.p), dalt.p);
-        const auto ot = dalt.get(kD * G);
-        Tally one{t.name};
-        for (int r = 0; r < G; ++r)
-          for (int c = 0; c < kD; ++c) {
-            const float ref = o_ref[r * kD + c], alt = ot[c * G + r];
-            double mag;
-            const double ex = pv_exact(r, c, mag);
-            for (Tally* x : {&t, &one}) x->add(ref, alt), x->sanity(alt, ex, mag), x->sanity(ref, ex, mag);
-          }
-        one.print();
+        compare_transposed(o_ref, dalt.get(kD * G), G, kD, pv_exact, t);
       };
       pv_alt(pv_transposed<8>, 8, c2_8);
       pv_alt(pv_transposed<16>, 16, c2_16);

@@ -9,7 +9,6 @@
 //   --bench: also time the backward (TFLOP/s, FLOPs = 2.5 x the forward's)
 //   --small: only a few tiny accuracy cases per head dim (for racecheck)
 #include <algorithm>
-#include <cstring>
 #include <map>
 
 #include "attention_fwd_harness.h"
@@ -639,15 +638,10 @@ void bench() {
           *v = {alloc(qn * 2), L * r, r, D};
         {
           std::vector<uint16_t> host(qn);
-          uint32_t state = 12345u + D + L;  // a fixed LCG: the same data every run
+          std::mt19937 rng(12345u + D + L);  // the same data every run
+          std::uniform_real_distribution<float> ud(-1.f, 1.f);
           for (sb_view* v : {&a.q, &a.k, &a.v, &a.out, &a.dout}) {
-            for (auto& x : host) {
-              state = state * 1664525u + 1013904223u;
-              const float f = float(state >> 8) * (2.0f / 16777216.0f) - 1.0f;
-              uint32_t bits;
-              std::memcpy(&bits, &f, 4);
-              x = uint16_t(bits >> 16);  // bf16 by truncation
-            }
+            for (auto& x : host) x = f32_to_bf16(ud(rng));
             CUDA_OK(cudaMemcpy(v->data, host.data(), qn * 2, cudaMemcpyHostToDevice));
           }
         }
