@@ -154,7 +154,8 @@ def test_compiled_training_step_equals_eager():
 # batch. Shapes with partial M, N and K tiles, M = 1 and 300 (the second CTA
 # of a 2-CTA cluster past M) and N = 520 (a multicast B half past N).
 GEMM_TILES = ["64x32", "64x64", "64x128", "64x256", "128x128", "128x256", "64x128c2", "128x256m2", "128x128m2",
-              "128x128pp", "128x128ppm2"]
+              "128x128pp", "128x128ppm2", "16x32s", "16x64s", "32x64s", "64x64s", "64x32s",
+              "128x32s"]
 
 
 @pytest.mark.parametrize("tile", GEMM_TILES)
@@ -170,6 +171,32 @@ def test_gemm_tile_entry_gives_default_bits(tile, monkeypatch):
     for M in (1, 7, 300, 600):
         for off in (0, 5):
             assert torch.equal(D.linear(x[off:off + M], w, bias), full[off:off + M]), (tile, M, off)
+
+
+# The small-M entries issue the k16 steps as mma.sync.m16n8k16 instead of
+# wgmma: their bits must equal the wgmma entries' also on values whose
+# exponents span most of the format (alignment and truncation inside a step
+# would show there), in both 16-bit dtypes. (tests/cuda/
+# experiment_mma_sync_vs_wgmma.cu compares the f32 accumulators themselves.)
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("tile", ["16x32s", "16x64s", "32x64s", "64x64s", "64x32s", "128x32s"])
+def test_gemm_mma_sync_entry_equals_wgmma_on_wide_values(tile, dtype, monkeypatch):
+    from samebits import dense as D
+
+    g = torch.Generator().manual_seed(11)
+    lo, hi = (-24, 8) if dtype == torch.float16 else (-40, 40)  # fp16: subnormals; sums stay finite in f32
+
+    def wide(*shape):
+        e = torch.randint(lo, hi, shape, generator=g).to(torch.float32)
+        s = torch.where(torch.rand(shape, generator=g) < 0.5, -1.0, 1.0)
+        return (s * (1 + torch.rand(shape, generator=g)) * torch.exp2(e)).to(dtype).cuda()
+
+    x, w = wide(64, 1024), wide(96, 1024)
+    monkeypatch.setenv("SAMEBITS_GEMM_TILE", "64x32")
+    ref = D.linear(x, w)
+    monkeypatch.setenv("SAMEBITS_GEMM_TILE", tile)
+    for M in (1, 16, 64):
+        assert torch.equal(D.linear(x[:M], w), ref[:M]), (tile, M)
 
 
 def test_gemm_unknown_tile_entry_is_an_error(monkeypatch):

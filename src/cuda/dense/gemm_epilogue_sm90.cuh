@@ -31,20 +31,19 @@ __device__ __forceinline__ void store_pair(TO* dst, float v0, float v1) {
   }
 }
 
-// Fragment layout of wgmma m64nNk16 (fp32 D) for thread t of the warpgroup:
-// warp w = t / 32 holds rows 16w + t%32/4 (registers 4j, 4j+1) and that + 8
-// (4j+2, 4j+3), columns 8j + 2(t%4) and + 1.
+// One warp's 16 rows of an m16 x BN fragment, the layout that wgmma m64nNk16
+// (fp32 D) gives each of its warps and that BN / 8 mma.sync.m16n8k16
+// accumulators give side by side: lane l holds rows r_base = row0 + l/4
+// (registers 4j, 4j+1) and r_base + 8 (4j+2, 4j+3), columns
+// c_base + 8j = col0 + 2(l%4) + 8j and + 1.
 template <class TO, int BN>
-__device__ __forceinline__ void store_tile_typed(const GemmTmaParams& p, const float (&acc)[BN / 2], int bz,
-                                                 int64_t row0, int64_t col0) {
+__device__ __forceinline__ void store_warp_rows_typed(const GemmTmaParams& p, const float (&acc)[BN / 2], int bz,
+                                                      int64_t r_base, int64_t c_base) {
   TO* out = static_cast<TO*>(p.out) + int64_t(bz) * p.out_batch_stride;
   const char* bias = p.bias == nullptr ? nullptr
                                        : static_cast<const char*>(p.bias) +
                                              int64_t(bz) * p.bias_batch_stride *
                                                  (p.bias_dtype == SB_F32 ? 4 : 2);
-  const int t = threadIdx.x % 128;
-  const int64_t r_base = row0 + (t / 32) * 16 + (t % 32) / 4;
-  const int64_t c_base = col0 + (t % 4) * 2;
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int64_t r = r_base + 8 * h;
@@ -72,14 +71,25 @@ __device__ __forceinline__ void store_tile_typed(const GemmTmaParams& p, const f
   }
 }
 
+// One warp's m16 x BN fragment whose first row is row0 and first column col0.
+template <int BN>
+__device__ __forceinline__ void store_warp_rows(const GemmTmaParams& p, const float (&acc)[BN / 2], int bz,
+                                                int64_t row0, int64_t col0) {
+  const int l = threadIdx.x % 32;
+  const int64_t r_base = row0 + l / 4, c_base = col0 + (l % 4) * 2;
+  switch (p.out_dtype) {
+    case SB_F32: store_warp_rows_typed<float, BN>(p, acc, bz, r_base, c_base); break;
+    case SB_F16: store_warp_rows_typed<__half, BN>(p, acc, bz, r_base, c_base); break;
+    default: store_warp_rows_typed<__nv_bfloat16, BN>(p, acc, bz, r_base, c_base); break;
+  }
+}
+
+// A warpgroup's wgmma m64nNk16 fragment: warp w = (thread % 128) / 32 holds
+// rows row0 + 16w .. + 15.
 template <int BN>
 __device__ __forceinline__ void store_tile(const GemmTmaParams& p, const float (&acc)[BN / 2], int bz,
                                            int64_t row0, int64_t col0) {
-  switch (p.out_dtype) {
-    case SB_F32: store_tile_typed<float, BN>(p, acc, bz, row0, col0); break;
-    case SB_F16: store_tile_typed<__half, BN>(p, acc, bz, row0, col0); break;
-    default: store_tile_typed<__nv_bfloat16, BN>(p, acc, bz, row0, col0); break;
-  }
+  store_warp_rows<BN>(p, acc, bz, row0 + ((threadIdx.x % 128) / 32) * 16, col0);
 }
 
 }  // namespace samebits::cuda::dense::sm90

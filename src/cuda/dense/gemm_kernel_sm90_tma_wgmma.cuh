@@ -141,6 +141,51 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_wgmma
   if constexpr (Cfg::kClusterM > 1) cluster_sync();
 }
 
+// Small-M entries (Cfg::kMmaSync, gemm_tile_configs.h): warp 0 is the TMA
+// producer (lane 0, the same produce_tile and ring), warps 1 .. kWarpsN the
+// mma.sync consumers (consume_tile_mma), each storing its m16 fragments.
+template <class Cfg, bool kF16>
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_mma_kernel(const __grid_constant__ GemmTmaParams p) {
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  SmemRing<Cfg> ring;
+  ring.a = base;
+  ring.b = base + Cfg::kStages * Cfg::kABytes;
+  ring.full = reinterpret_cast<uint64_t*>(ring.b + Cfg::kStages * Cfg::kBBytes);
+  ring.empty = ring.full + Cfg::kStages;
+  ring.order = nullptr;
+  const int warp = threadIdx.x / 32;
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < Cfg::kStages; ++s) {
+      mbar_init(&ring.full[s], 1);
+      mbar_init(&ring.empty[s], Cfg::kWarpsN);  // lane 0 of every consumer warp
+    }
+    mbar_fence_init();
+    tma_prefetch_desc(&p.tma_a);
+    tma_prefetch_desc(&p.tma_b);
+  }
+  __syncthreads();  // barriers initialised before anyone waits on them
+  uint32_t it = 0;
+  if (warp == 0) {
+    if (threadIdx.x == 0)
+      for (int64_t t = blockIdx.x; t < p.tiles; t += gridDim.x) {
+        const TileCoord c = tile_coord(p, t);
+        produce_tile<Cfg>(p, ring, it, c.bz, c.mt, c.nt, 0);
+      }
+  } else {
+    const int wn = warp - 1;
+    float acc[Cfg::kMBlocks][Cfg::WN / 2];
+    for (int64_t t = blockIdx.x; t < p.tiles; t += gridDim.x) {
+      const TileCoord c = tile_coord(p, t);
+      consume_tile_mma<Cfg, kF16>(p, ring, it, wn, acc);
+#pragma unroll
+      for (int mb = 0; mb < Cfg::kMBlocks; ++mb)
+        store_warp_rows<Cfg::WN>(p, acc[mb], c.bz, int64_t(c.mt) * Cfg::BM + mb * 16,
+                                 int64_t(c.nt) * Cfg::BN + wn * Cfg::WN);
+    }
+  }
+}
+
 // Host side of one configuration: raises the shared-memory limit (once per
 // device) and launches the persistent grid of min(tiles, kCtasPerSm * sms)
 // CTAs; for a cluster entry, min(tiles, co-resident clusters) clusters of
@@ -148,7 +193,12 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_wgmma
 // need not hold an even number of free SMs).
 template <class Cfg, bool kF16>
 cudaError_t launch_gemm_tma_wgmma(const GemmTmaParams& p, int device, int sms, cudaStream_t stream) {
-  auto kernel = gemm_tma_wgmma_kernel<Cfg, kF16>;
+  auto kernel = [] {
+    if constexpr (Cfg::kMmaSync)
+      return gemm_tma_mma_kernel<Cfg, kF16>;
+    else
+      return gemm_tma_wgmma_kernel<Cfg, kF16>;
+  }();
   static std::atomic<uint64_t> raised{0};  // bit d: limit raised on device d
   const uint64_t bit = uint64_t(1) << (device & 63);
   if (!(raised.load(std::memory_order_relaxed) & bit)) {
