@@ -105,6 +105,9 @@ struct MmaTileConfig {
   static constexpr int kBBoxRows = BN;
   static constexpr int kBBoxBytes = kBBytes;
   static constexpr int kStageBytes = kABytes + kBBytes;
+  // k16 steps whose fragments a consumer loads before issuing their mma's:
+  // all four of a k tile while that stays within 80 registers
+  static constexpr int kLoadSteps = 4 * (4 * kMBlocks + 2 * kNB) <= 80 ? 4 : 2;
   static constexpr int kBudget = kCtasPerSm == 1 ? kSmemBudget : (233472 / kCtasPerSm - 1024);
   static constexpr int kStagesFit = (kBudget - 2048) / kStageBytes;
   static constexpr int kStages = kStagesFit < kMaxStages_ ? kStagesFit : kMaxStages_;
@@ -170,9 +173,9 @@ using Cfg128x256m2 = TileConfig<2, 1, 256, 4, 1, 2>;
 using Cfg128x128m2 = TileConfig<2, 1, 128, 7, 1, 2>;
 using Cfg128x128pp = TileConfig<2, 1, 128, 7, 1, 1, true>;
 using Cfg128x128ppm2 = TileConfig<2, 1, 128, 7, 1, 2, true>;
-using Cfg16x32s = MmaTileConfig<1, 1, 4, 32>;
-using Cfg16x64s = MmaTileConfig<1, 2, 4, 24>;
-using Cfg32x64s = MmaTileConfig<2, 2, 4, 20>;
+using Cfg16x32s = MmaTileConfig<1, 2, 2, 32>;
+using Cfg16x64s = MmaTileConfig<1, 4, 2, 24>;
+using Cfg32x64s = MmaTileConfig<2, 4, 2, 20>;
 using Cfg64x64s = MmaTileConfig<4, 4, 2, 16>;
 using Cfg64x32s = MmaTileConfig<4, 2, 2, 16>;
 using Cfg128x32s = MmaTileConfig<8, 2, 2, 10>;
