@@ -2,8 +2,11 @@
 // (docs/numerics_dense.md, "GEMM").
 //
 // Every entry runs the same per-element computation: one fp32 accumulator,
-// zeroed, then one wgmma.m64nNk16 step per 16 k in increasing k (k padded
-// with zeros to a multiple of kBK = 64), then the same epilogue. What an entry
+// zeroed, then one tensor-core k16 step per 16 k in increasing k (k padded
+// with zeros to a multiple of kBK = 64), then the same epilogue. The step is
+// a wgmma.m64nNk16, or in the small-M entries (suffix "s", MmaTileConfig) an
+// mma.sync.m16n8k16, which gives the same f32 result bit for bit
+// (tests/cuda/experiment_mma_sync_vs_wgmma.cu; see MmaTileConfig). What an entry
 // changes is which CTA computes an element, how many elements share the
 // wgmma instruction's N, and how deep the TMA pipeline is: none of it changes
 // the bits of an element, so EVERY ENTRY IS BITS-FREE. bench/bench_dense.py
@@ -11,7 +14,7 @@
 // bitwise with the default choice at M = 1, 2, 7, 64, 513, 4096, 16384.
 //
 // A bits-changing entry would be one that changes kBK's k16 grouping, the k
-// order, the instruction family or the epilogue: there is none, and adding one
+// order, the step's f32 result or the epilogue: there is none, and adding one
 // needs a version bump of the contract.
 #pragma once
 
@@ -121,12 +124,17 @@ struct MmaTileConfig {
 // The table. Reasons (measured: docs/benchmarks_dense.md, bench_dense.py --tiles):
 //   T64x32    32 < M <= 64, N < ~12k: N/32 CTAs (128 for N = 4096), 16
 //             stages = 64 KiB of weights in flight per SM.
-//   T64x64    M <= 32 and 64 < M <= 128 with N < ~12k: at these M the time
-//             is the latency of the K/16-long wgmma chain, not bandwidth;
-//             64x64 measured best or within noise of best.
-//   T64x128   M <= 64 with N >= ~12k; 128 < M <= 256 with few column tiles.
-//   T64x256   M <= 16 with N >= ~67k (one 64-row tile, >= 2 waves of 64x256):
-//             A read once per 256 columns, pure weight streaming.
+//   T64x64    64 < M <= 128 with N < ~12k: at these M the time is the
+//             latency of the K/16-long wgmma chain, not bandwidth; 64x64
+//             measured best or within noise of best.
+//   T64x128   32 < M <= 64 with N >= ~12k; 128 < M <= 256 with few column
+//             tiles.
+//   T64x256   (forced only since the small-M entries: was M <= 16 with
+//             N >= ~67k.)
+//   T16x64s   M <= 16, and M <= 32 with N < ~12k: mma.sync consumers, 4
+//             warps x 16 columns, 22 stages (16 rows x 64 k of A + 64 x 64 k
+//             of B, 10 KiB each). T16x32s (2 warps) and T32x64s (32 rows)
+//             measured within a few % of it and stay forced only.
 //   T128x128  64 < M <= 128 with N >= ~12k; 256 < M < 2048 otherwise:
 //             enough CTAs for 132 SMs, 2 consumer warpgroups share B.
 //   T128x256  M >= 2048, or M > 256 with >= 3.5 waves of it: highest operand
@@ -159,7 +167,7 @@ struct MmaTileConfig {
 // so narrower wgmma N does not shorten the per-k16 latency at small M.
 enum class GemmTile : int {
   T64x32 = 0, T64x64, T64x128, T64x256, T128x128, T128x256, T64x128c2, T128x256m2, T128x128m2, T128x128pp,
-  T128x128ppm2, T16x32s, T16x64s, T32x64s, T64x64s, T64x32s, T128x32s, kCount
+  T128x128ppm2, T16x32s, T16x64s, T32x64s, kCount
 };
 
 using Cfg64x32 = TileConfig<1, 1, 32, 16>;
@@ -176,9 +184,6 @@ using Cfg128x128ppm2 = TileConfig<2, 1, 128, 7, 1, 2, true>;
 using Cfg16x32s = MmaTileConfig<1, 2, 2, 32>;
 using Cfg16x64s = MmaTileConfig<1, 4, 2, 24>;
 using Cfg32x64s = MmaTileConfig<2, 4, 2, 20>;
-using Cfg64x64s = MmaTileConfig<4, 4, 2, 16>;
-using Cfg64x32s = MmaTileConfig<4, 2, 2, 16>;
-using Cfg128x32s = MmaTileConfig<8, 2, 2, 10>;
 
 inline const char* gemm_tile_name(GemmTile t) {
   switch (t) {
@@ -195,10 +200,7 @@ inline const char* gemm_tile_name(GemmTile t) {
     case GemmTile::T128x128ppm2: return "128x128ppm2";
     case GemmTile::T16x32s: return "16x32s";
     case GemmTile::T16x64s: return "16x64s";
-    case GemmTile::T32x64s: return "32x64s";
-    case GemmTile::T64x64s: return "64x64s";
-    case GemmTile::T64x32s: return "64x32s";
-    default: return "128x32s";
+    default: return "32x64s";
   }
 }
 
@@ -220,10 +222,7 @@ decltype(auto) visit_gemm_tile(GemmTile t, F&& f) {
     case GemmTile::T128x128ppm2: return f(Cfg128x128ppm2{});
     case GemmTile::T16x32s: return f(Cfg16x32s{});
     case GemmTile::T16x64s: return f(Cfg16x64s{});
-    case GemmTile::T32x64s: return f(Cfg32x64s{});
-    case GemmTile::T64x64s: return f(Cfg64x64s{});
-    case GemmTile::T64x32s: return f(Cfg64x32s{});
-    default: return f(Cfg128x32s{});
+    default: return f(Cfg32x64s{});
   }
 }
 
@@ -235,12 +234,15 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
   const int64_t s = sms;
   if (m <= 64) {
     // "wide": even one row of 64x128 tiles is >= 0.75 wave (N >= ~12k on 132 SMs)
-    if (4 * tiles(64, 128) >= 3 * s) return m <= 16 && tiles(64, 256) >= 2 * s ? GemmTile::T64x256 : GemmTile::T64x128;
-    // narrow N: 64x32 (twice the CTAs of 64x64) from M = 1 to 16 and from 33
-    // on; 64x64 between (H100, L2 flushed, 2026-11-21 fourth session: 64x32
-    // 0.90 / 0.96 of 64x64's time at M = 1 / 16 for N = K = 4096, 1.04 at
-    // M = 32 for K = 14336)
-    return m <= 16 || m > 32 ? GemmTile::T64x32 : GemmTile::T64x64;
+    const bool wide = 4 * tiles(64, 128) >= 3 * s;
+    // M <= 16, and M <= 32 with narrow N: 16x64s, whose mma.sync chain is
+    // short enough that the weight bytes set the time (H200, L2 flushed,
+    // 2026-11-21 sixth session: 0.93-1.03x cuBLAS against 0.58-0.95x for
+    // the wgmma entries; bench/results/2026-11-21_h200_s6_gemm_mma/).
+    if (m <= 16 || (m <= 32 && !wide)) return GemmTile::T16x64s;
+    if (wide) return GemmTile::T64x128;
+    // narrow N, 32 < M <= 64: 64x32 (twice the CTAs of 64x64)
+    return GemmTile::T64x32;
   }
   if (m <= 128) return 4 * tiles(128, 128) >= 3 * s ? GemmTile::T128x128 : GemmTile::T64x64;
   if (m <= 256) {
