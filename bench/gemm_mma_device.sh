@@ -25,7 +25,7 @@ sum+=("pytest test_cuda -k gemm rc=$? $(tail -1 "$OUT/pytest_gemm.log")")
 sum+=("bench_dense --gemm-only rc=$? $(grep -E 'FAILS' "$OUT/dense_gemm.log" | tail -1)")
 
 "${PYENV[@]}" timeout ${PROFILE_TIMEOUT:-200} python3 bench/profile_kernels.py --only gemm --reps 5 --out "$OUT" \
-  --gemm-tiles "${TILES:-64x32,64x64,64x128,128x128,64x128c2,16x64s,32x64s,64x32s,128x32s,64x64s}" --gemm-ms "${MS:-1,8,16,32,64,96,128,192,256}" \
+  --gemm-tiles "${TILES:-64x32,64x64,64x128,64x256,16x32s,16x64s,32x64s}" --gemm-ms "${MS:-1,8,16,32,64,96,128,192,256}" \
   --gemm-shapes "${SHAPES:-4096x4096,14336x4096,4096x14336,128256x4096}" > "$OUT/profile_gemm.log" 2>&1
 sum+=("profile_kernels rc=$?")
 if [ -n "${EXTRA:-}" ]; then bash -c "$EXTRA" > "$OUT/extra.log" 2>&1; sum+=("extra rc=$?"); fi

@@ -254,7 +254,7 @@ int main() {
     CUDA_OK(cudaMemcpy(&c, cyc, 8, cudaMemcpyDeviceToHost));
     std::printf("latency: one dependent mma.sync.m16n8k16 step = %lld cycles\n", c);
   }
-  const std::vector<std::string> tiles = {"64x32", "64x64", "128x256", "16x64s", "64x32s", "128x32s"};
+  const std::vector<std::string> tiles = {"64x32", "64x64", "128x256", "16x32s", "16x64s", "32x64s"};
   Tally total;
   bool all = true;
   const Dist dists[] = {Dist::kUniform, Dist::kMixed, Dist::kWide, Dist::kCancel, Dist::kBigFirst};

@@ -142,9 +142,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_wgmma
 }
 
 // Small-M entries (Cfg::kMmaSync, gemm_tile_configs.h): warp 0 is the TMA
-// producer (lane 0, the same produce_tile and ring), warps 1 ..
-// kConsumerWarps the mma.sync consumers (consume_tile_mma), each storing its
-// m16 fragments.
+// producer (lane 0, the same produce_tile and ring), warps 1 .. kWarpsN the
+// mma.sync consumers (consume_tile_mma), each storing its m16 fragments.
 template <class Cfg, bool kF16>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_mma_kernel(const __grid_constant__ GemmTmaParams p) {
   extern __shared__ uint8_t smem_raw[];
@@ -159,7 +158,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_mma_k
   if (threadIdx.x == 0) {
     for (int s = 0; s < Cfg::kStages; ++s) {
       mbar_init(&ring.full[s], 1);
-      mbar_init(&ring.empty[s], Cfg::kConsumerWarps);  // lane 0 of every consumer warp
+      mbar_init(&ring.empty[s], Cfg::kWarpsN);  // lane 0 of every consumer warp
     }
     mbar_fence_init();
     tma_prefetch_desc(&p.tma_a);
@@ -174,14 +173,14 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_mma_k
         produce_tile<Cfg>(p, ring, it, c.bz, c.mt, c.nt, 0);
       }
   } else {
-    const int wm = (warp - 1) % Cfg::kWarpsM, wn = (warp - 1) / Cfg::kWarpsM;
+    const int wn = warp - 1;
     float acc[Cfg::kMBlocks][Cfg::WN / 2];
     for (int64_t t = blockIdx.x; t < p.tiles; t += gridDim.x) {
       const TileCoord c = tile_coord(p, t);
-      consume_tile_mma<Cfg, kF16>(p, ring, it, wm, wn, acc);
+      consume_tile_mma<Cfg, kF16>(p, ring, it, wn, acc);
 #pragma unroll
       for (int mb = 0; mb < Cfg::kMBlocks; ++mb)
-        store_warp_rows<Cfg::WN>(p, acc[mb], c.bz, int64_t(c.mt) * Cfg::BM + wm * Cfg::WM + mb * 16,
+        store_warp_rows<Cfg::WN>(p, acc[mb], c.bz, int64_t(c.mt) * Cfg::BM + mb * 16,
                                  int64_t(c.nt) * Cfg::BN + wn * Cfg::WN);
     }
   }

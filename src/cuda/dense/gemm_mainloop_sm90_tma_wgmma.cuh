@@ -132,8 +132,8 @@ __device__ __forceinline__ void consume_tile(const GemmTmaParams& p, const SmemR
   if (p.k_tiles > 0 && signal) release_stage<Cfg>(ring, int((it - 1) % Cfg::kStages));  // the last stage
 }
 
-// Consumer warp (wm, wn) of a small-M entry (Cfg::kMmaSync): rows
-// wm * WM .. + WM - 1 and columns wn * WN .. + WN - 1 of the tile, as kMBlocks x kNB m16n8
+// Consumer warp `wn` of a small-M entry (Cfg::kMmaSync): columns
+// wn * WN .. + WN - 1 and all BM rows of the tile, as kMBlocks x kNB m16n8
 // accumulators acc[mb][4 nb + i] (the epilogue's per-warp layout, see
 // store_warp_rows). acc = +0; then for k tiles kb = 0, 1, ...: for
 // j = 0..3, one mma.sync.m16n8k16 of A[:, kb*64 + 16j ..] * B[kb*64 + 16j .., :]
@@ -143,17 +143,17 @@ __device__ __forceinline__ void consume_tile(const GemmTmaParams& p, const SmemR
 // ((c ^ (r % 8)) * 16) (stage bases are 1024-byte aligned).
 template <class Cfg, bool kF16>
 __device__ __forceinline__ void consume_tile_mma(const GemmTmaParams& p, const SmemRing<Cfg>& ring, uint32_t& it,
-                                                 int wm, int wn, float (&acc)[Cfg::kMBlocks][Cfg::WN / 2]) {
+                                                 int wn, float (&acc)[Cfg::kMBlocks][Cfg::WN / 2]) {
   const int lane = threadIdx.x % 32;
 #pragma unroll
   for (int mb = 0; mb < Cfg::kMBlocks; ++mb)
 #pragma unroll
     for (int i = 0; i < Cfg::WN / 2; ++i) acc[mb][i] = 0.0f;
-  // ldmatrix.x4 row addresses. A (rows wm*WM + mb*16 + lane % 16, chunk 2j + lane / 16):
+  // ldmatrix.x4 row addresses. A (rows mb*16 + lane % 16, chunk 2j + lane / 16):
   // matrices {rows 0-7, rows 8-15} x {k 0-7, k 8-15} = registers a0..a3.
   // B (rows wn*WN + 16 q + 8 (lane / 16) + lane % 8, chunk 2j + (lane / 8) % 2):
   // n8 block 2q gets registers 0, 1 (k 0-7, 8-15), block 2q + 1 registers 2, 3.
-  const int a_row = wm * Cfg::WM + lane % 16, a_hi = lane / 16;
+  const int a_row = lane % 16, a_hi = lane / 16;
   const int b_row = wn * Cfg::WN + 8 * (lane / 16) + lane % 8, b_hi = (lane / 8) % 2;
   // The fragments of kLoadSteps k16 steps are loaded first, then their
   // mma's issued (the asm statements keep their order, so loading step by

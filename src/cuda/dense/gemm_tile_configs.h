@@ -83,29 +83,26 @@ struct TileConfig {
 
 // Small-M entries (kMmaSync): the same k16 steps issued as warp-level
 // mma.sync.m16n8k16 instead of wgmma. One producer warp (TMA, the same ring
-// as above) and kWarpsM x kWarpsN consumer warps; consumer warp w owns rows
-// (w % kWarpsM) * 16 kMBlocks .. + 16 kMBlocks - 1 and columns
-// (w / kWarpsM) * 8 kNB .. + 8 kNB - 1 of the BM x BN tile, as kMBlocks x kNB
-// independent m16n8 accumulators, each a chain of k16 steps in increasing k
-// from +0, like wgmma's. A dependent mma.sync step takes ~24 cycles against
-// ~130-160 for wgmma, so at small M the k chain no longer bounds the time;
-// the weight bytes do. Their f32 results equal wgmma's bit for bit
-// (tests/cuda/experiment_mma_sync_vs_wgmma.cu: every element of adversarial
-// bf16 / fp16 inputs on an H100 and an H200; bench_dense.py and
-// tests/python/test_cuda.py compare each forced entry with the default).
-template <int kMBlocks_, int kWarpsM_, int kWarpsN_, int kNB_, int kMaxStages_>
+// as above) and kWarpsN consumer warps; consumer w owns columns
+// w * 8 kNB .. + 8 kNB - 1 of the BM x BN tile, all BM = 16 kMBlocks rows, as
+// kMBlocks x kNB independent m16n8 accumulators, each a chain of k16 steps in
+// increasing k from +0, like wgmma's. A dependent mma.sync step takes ~24
+// cycles against ~130-160 for wgmma, so at M <= 64 the k chain no longer
+// bounds the time; the weight bytes do. Their f32 results equal wgmma's bit
+// for bit (tests/cuda/experiment_mma_sync_vs_wgmma.cu: every element of
+// adversarial bf16 / fp16 inputs on an H100 and an H200; bench_dense.py
+// compares each forced entry with the default at every M bucket).
+template <int kMBlocks_, int kWarpsN_, int kNB_, int kMaxStages_, int kCtasPerSm_ = 1>
 struct MmaTileConfig {
   static constexpr bool kMmaSync = true;
   static constexpr bool kPingPong = false;
-  static constexpr int kMBlocks = kMBlocks_, kWarpsM = kWarpsM_, kWarpsN = kWarpsN_, kNB = kNB_;
-  static constexpr int kConsumerWarps = kWarpsM * kWarpsN;
-  static constexpr int WM = 16 * kMBlocks;  // rows of one consumer warp
-  static constexpr int WN = 8 * kNB;        // columns of one consumer warp
-  static constexpr int BM = WM * kWarpsM;
+  static constexpr int kMBlocks = kMBlocks_, kWarpsN = kWarpsN_, kNB = kNB_;
+  static constexpr int BM = 16 * kMBlocks;
+  static constexpr int WN = 8 * kNB;  // columns of one consumer warp
   static constexpr int BN = WN * kWarpsN;
-  static constexpr int kCtasPerSm = 1;
+  static constexpr int kCtasPerSm = kCtasPerSm_;
   static constexpr int kClusterM = 1;
-  static constexpr int kThreads = 32 * (kConsumerWarps + 1);
+  static constexpr int kThreads = 32 * (kWarpsN + 1);
   static constexpr int kABytes = BM * kBK * 2;
   static constexpr int kBBytes = BN * kBK * 2;
   static constexpr int kBBoxRows = BN;
@@ -114,13 +111,13 @@ struct MmaTileConfig {
   // k16 steps whose fragments a consumer loads before issuing their mma's:
   // all four of a k tile while that stays within 80 registers
   static constexpr int kLoadSteps = 4 * (4 * kMBlocks + 2 * kNB) <= 80 ? 4 : 2;
-  static constexpr int kStagesFit = (kSmemBudget - 2048) / kStageBytes;
+  static constexpr int kBudget = kCtasPerSm == 1 ? kSmemBudget : (233472 / kCtasPerSm - 1024);
+  static constexpr int kStagesFit = (kBudget - 2048) / kStageBytes;
   static constexpr int kStages = kStagesFit < kMaxStages_ ? kStagesFit : kMaxStages_;
   static constexpr int kBarrierBytes = 2 * kStages * 8 + 2 * 8;
   static constexpr int kSmemBytes = kStages * kStageBytes + kBarrierBytes + 1024;
   static_assert(kNB % 2 == 0, "B fragments are loaded two n8 blocks at a time (ldmatrix.x4)");
-  static_assert(BM <= 256 && BN <= 256, "a TMA box has at most 256 rows");
-  static_assert(kStages >= 2 && kSmemBytes <= kSmemBudget, "pipeline does not fit in shared memory");
+  static_assert(kStages >= 2 && kSmemBytes <= kBudget, "pipeline does not fit in shared memory");
   static_assert(kABytes % 1024 == 0 && kBBytes % 1024 == 0, "stage buffers keep 1024-byte swizzle-atom alignment");
 };
 
@@ -170,7 +167,7 @@ struct MmaTileConfig {
 // so narrower wgmma N does not shorten the per-k16 latency at small M.
 enum class GemmTile : int {
   T64x32 = 0, T64x64, T64x128, T64x256, T128x128, T128x256, T64x128c2, T128x256m2, T128x128m2, T128x128pp,
-  T128x128ppm2, T16x32s, T16x64s, T32x64s, T64x32s, T128x32s, T64x64s, kCount
+  T128x128ppm2, T16x32s, T16x64s, T32x64s, kCount
 };
 
 using Cfg64x32 = TileConfig<1, 1, 32, 16>;
@@ -184,12 +181,9 @@ using Cfg128x256m2 = TileConfig<2, 1, 256, 4, 1, 2>;
 using Cfg128x128m2 = TileConfig<2, 1, 128, 7, 1, 2>;
 using Cfg128x128pp = TileConfig<2, 1, 128, 7, 1, 1, true>;
 using Cfg128x128ppm2 = TileConfig<2, 1, 128, 7, 1, 2, true>;
-using Cfg16x32s = MmaTileConfig<1, 1, 2, 2, 32>;
-using Cfg16x64s = MmaTileConfig<1, 1, 4, 2, 24>;
-using Cfg32x64s = MmaTileConfig<2, 1, 4, 2, 20>;
-using Cfg64x32s = MmaTileConfig<1, 4, 2, 2, 16>;
-using Cfg128x32s = MmaTileConfig<2, 4, 2, 2, 10>;
-using Cfg64x64s = MmaTileConfig<1, 4, 4, 2, 14>;
+using Cfg16x32s = MmaTileConfig<1, 2, 2, 32>;
+using Cfg16x64s = MmaTileConfig<1, 4, 2, 24>;
+using Cfg32x64s = MmaTileConfig<2, 4, 2, 20>;
 
 inline const char* gemm_tile_name(GemmTile t) {
   switch (t) {
@@ -206,10 +200,7 @@ inline const char* gemm_tile_name(GemmTile t) {
     case GemmTile::T128x128ppm2: return "128x128ppm2";
     case GemmTile::T16x32s: return "16x32s";
     case GemmTile::T16x64s: return "16x64s";
-    case GemmTile::T32x64s: return "32x64s";
-    case GemmTile::T64x32s: return "64x32s";
-    case GemmTile::T128x32s: return "128x32s";
-    default: return "64x64s";
+    default: return "32x64s";
   }
 }
 
@@ -231,10 +222,7 @@ decltype(auto) visit_gemm_tile(GemmTile t, F&& f) {
     case GemmTile::T128x128ppm2: return f(Cfg128x128ppm2{});
     case GemmTile::T16x32s: return f(Cfg16x32s{});
     case GemmTile::T16x64s: return f(Cfg16x64s{});
-    case GemmTile::T32x64s: return f(Cfg32x64s{});
-    case GemmTile::T64x32s: return f(Cfg64x32s{});
-    case GemmTile::T128x32s: return f(Cfg128x32s{});
-    default: return f(Cfg64x64s{});
+    default: return f(Cfg32x64s{});
   }
 }
 
