@@ -131,10 +131,12 @@ struct MmaTileConfig {
 //             tiles.
 //   T64x256   (forced only since the small-M entries: was M <= 16 with
 //             N >= ~67k.)
-//   T16x64s   M <= 16, and M <= 32 with N < ~12k: mma.sync consumers, 4
-//             warps x 16 columns, 22 stages (16 rows x 64 k of A + 64 x 64 k
-//             of B, 10 KiB each). T16x32s (2 warps) and T32x64s (32 rows)
-//             measured within a few % of it and stay forced only.
+//   T16x32s   M <= 16 with N < ~12k: mma.sync consumers, 2 warps x 16
+//             columns, 32 stages of 6 KiB (16 rows x 64 k of A, 32 x 64 k
+//             of B): N / 32 CTAs.
+//   T16x64s   M <= 16 with N >= ~12k, 16 < M <= 32 with N < ~12k: 4 warps,
+//             22 stages of 10 KiB. T32x64s (32 rows, 2 m16 blocks a warp)
+//             measured within a few % and stays forced only.
 //   T128x128  64 < M <= 128 with N >= ~12k; 256 < M < 2048 otherwise:
 //             enough CTAs for 132 SMs, 2 consumer warpgroups share B.
 //   T128x256  M >= 2048, or M > 256 with >= 3.5 waves of it: highest operand
@@ -235,11 +237,14 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
   if (m <= 64) {
     // "wide": even one row of 64x128 tiles is >= 0.75 wave (N >= ~12k on 132 SMs)
     const bool wide = 4 * tiles(64, 128) >= 3 * s;
-    // M <= 16, and M <= 32 with narrow N: 16x64s, whose mma.sync chain is
-    // short enough that the weight bytes set the time (H200, L2 flushed,
-    // 2026-11-21 sixth session: 0.93-1.03x cuBLAS against 0.58-0.95x for
-    // the wgmma entries; bench/results/2026-11-21_h200_s6_gemm_mma/).
-    if (m <= 16 || (m <= 32 && !wide)) return GemmTile::T16x64s;
+    // M <= 32: the mma.sync entries, whose k chain is short enough that the
+    // weight bytes set the time (L2 flushed, 2026-11-21 sixth session:
+    // 0.91-1.05x cuBLAS on an H100 and 0.94-1.01x on an H200, against
+    // 0.58-0.95x for the wgmma entries; bench/results/2026-11-21_*_s6_gemm_mma/).
+    // Narrow N at M <= 16: 16x32s (N / 32 CTAs; 2-6 % faster than 16x64s
+    // on the H100, 0-4 % slower on the H200); otherwise 16x64s.
+    if (m <= 16) return wide ? GemmTile::T16x64s : GemmTile::T16x32s;
+    if (m <= 32 && !wide) return GemmTile::T16x64s;
     if (wide) return GemmTile::T64x128;
     // narrow N, 32 < M <= 64: 64x32 (twice the CTAs of 64x64)
     return GemmTile::T64x32;
