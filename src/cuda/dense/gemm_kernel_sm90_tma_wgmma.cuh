@@ -95,14 +95,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_wgmma
     }
   } else if constexpr (!Cfg::kPingPong) {
     if constexpr (Cfg::kSetMaxNreg) setmaxnreg_inc<232>();
-    const int cm = (wg - 1) % Cfg::kConsumersM;  // rows cm*64 .. cm*64+63 of the tile
+    constexpr int F = Cfg::kFragsM;
+    const int cm = (wg - 1) % Cfg::kConsumersM;  // rows cm*64F .. cm*64F+64F-1 of the tile
     const int cn = (wg - 1) / Cfg::kConsumersM;  // columns cn*WN .. cn*WN+WN-1
-    float acc[1][Cfg::WN / 2];
+    float acc[F][Cfg::WN / 2];
     for (int64_t t = first; t < p.tiles; t += stride) {
       const TileCoord c = tile_coord(p, t);
       const int64_t mt = int64_t(c.mt) * Cfg::kClusterM + rank;
       consume_tile<Cfg, kF16>(p, ring, it, cm, cn, acc, [] {});
-      store_tile<Cfg::WN>(p, acc[0], c.bz, mt * Cfg::BM + cm * 64, int64_t(c.nt) * Cfg::BN + cn * Cfg::WN);
+#pragma unroll
+      for (int f = 0; f < F; ++f)
+        store_tile<Cfg::WN>(p, acc[f], c.bz, mt * Cfg::BM + (cm * F + f) * 64,
+                            int64_t(c.nt) * Cfg::BN + cn * Cfg::WN);
     }
   } else {
     // Ping-pong. Consumer `me` takes the tiles l = me, me + 2, ... of this

@@ -88,9 +88,9 @@ __device__ __forceinline__ void release_stage(const SmemRing<Cfg>& ring, int s) 
   }
 }
 
-// Consumer warpgroup (cm, cn): rows (cm + f)*64 .. + 63, f < F, times
+// Consumer warpgroup (cm, cn): rows (cm F + f)*64 .. + 63, f < F, times
 // columns cn*WN .. cn*WN+WN-1 of the tile, into acc[f] (F wgmma m64nWN
-// fragments; F = kFragsM, 1 unless ping-pong). acc = +0; then for k tiles
+// fragments; F = kFragsM). acc = +0; then for k tiles
 // kb = 0, 1, ...: gemm A[:, kb*64 + 16j ..] * B[kb*64 + 16j .., :] for
 // j = 0..3, in that order, into every acc[f]. `loads_done()` runs once the
 // last k tile's stage has been waited on (before the last wgmma's complete).
@@ -107,7 +107,7 @@ __device__ __forceinline__ void consume_tile(const GemmTmaParams& p, const SmemR
   for (int kb = 0; kb < p.k_tiles; ++kb, ++it) {
     const int s = int(it % Cfg::kStages);
     mbar_wait(&ring.full[s], (it / Cfg::kStages) & 1);  // stage s landed
-    const uint64_t da = desc_k_major_sw128(smem_addr(ring.a_stage(s) + cm * 64 * kBK * 2));
+    const uint64_t da = desc_k_major_sw128(smem_addr(ring.a_stage(s) + cm * F * 64 * kBK * 2));
     const uint64_t db = desc_k_major_sw128(smem_addr(ring.b_stage(s) + cn * Cfg::WN * kBK * 2));
 #pragma unroll
     for (int f = 0; f < F; ++f) fence_regs(acc[f]);

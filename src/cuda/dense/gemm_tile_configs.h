@@ -42,17 +42,20 @@ constexpr int kSmemBudget = 232448;  // sm90 opt-in dynamic shared memory per bl
 // 1 / kClusterM of it (a box of BN / kClusterM rows) and the TMA multicasts
 // that slice into every CTA of the cluster: L2 -> SM traffic of B divided by
 // kClusterM. The scheduler then walks (kClusterM * BM) x BN cluster tiles.
+// kFrags > 1 (not ping-pong): each consumer warpgroup holds kFrags 64-row
+// fragments stacked along M (rows cm * 64 kFrags + 64 f), so one B slice
+// feeds kFrags independent wgmma chains: BM = 64 kConsumersM kFrags.
 template <int kConsumersM_, int kConsumersN_, int WN_, int kMaxStages_, int kCtasPerSm_ = 1, int kClusterM_ = 1,
-          bool kPingPong_ = false>
+          bool kPingPong_ = false, int kFrags_ = 1>
 struct TileConfig {
   static constexpr bool kMmaSync = false;
   static constexpr bool kPingPong = kPingPong_;
   static constexpr int kConsumersM = kConsumersM_, kConsumersN = kConsumersN_;
-  static constexpr int kFragsM = kPingPong ? kConsumersM : 1;  // 64-row fragments per consumer warpgroup
+  static constexpr int kFragsM = kPingPong ? kConsumersM : kFrags_;  // 64-row fragments per consumer warpgroup
   static constexpr int kConsumers = kPingPong ? 2 : kConsumersM * kConsumersN;
   static constexpr int kReadersPerStage = kPingPong ? 1 : kConsumers;  // consumer warpgroups reading one stage
   static constexpr int WN = WN_;
-  static constexpr int BM = 64 * kConsumersM;
+  static constexpr int BM = 64 * kConsumersM * (kPingPong ? 1 : kFrags_);
   static constexpr int BN = WN * kConsumersN;
   static constexpr int kCtasPerSm = kCtasPerSm_;
   static constexpr int kClusterM = kClusterM_;
@@ -75,7 +78,8 @@ struct TileConfig {
   static_assert(kABytes % 1024 == 0 && kBBytes % 1024 == 0 && (WN * kBK * 2) % 1024 == 0,
                 "stage buffers and warpgroup slices must keep 1024-byte swizzle-atom alignment");
   static_assert(kClusterM == 1 || kClusterM == 2, "clusters of 1 or 2 CTAs");
-  static_assert(!kPingPong || (kConsumersN == 1 && kCtasPerSm == 1), "ping-pong: fragments along M only");
+  static_assert(!kPingPong || (kConsumersN == 1 && kCtasPerSm == 1 && kFrags_ == 1), "ping-pong: fragments along M only");
+  static_assert(kFrags_ == 1 || kClusterM == 1, "stacked fragments without clusters");
   static_assert(kClusterM == 1 || kCtasPerSm == 1, "a cluster entry runs one CTA per SM");
   static_assert(BN % kClusterM == 0 && kBBoxBytes % 1024 == 0,
                 "each multicast slice of B must keep 1024-byte swizzle-atom alignment");
@@ -169,7 +173,7 @@ struct MmaTileConfig {
 // so narrower wgmma N does not shorten the per-k16 latency at small M.
 enum class GemmTile : int {
   T64x32 = 0, T64x64, T64x128, T64x256, T128x128, T128x256, T64x128c2, T128x256m2, T128x128m2, T128x128pp,
-  T128x128ppm2, T16x32s, T16x64s, T32x64s, kCount
+  T128x128ppm2, T16x32s, T16x64s, T32x64s, T192x64, T192x128, T256x128, T128x64f, kCount
 };
 
 using Cfg64x32 = TileConfig<1, 1, 32, 16>;
@@ -183,6 +187,10 @@ using Cfg128x256m2 = TileConfig<2, 1, 256, 4, 1, 2>;
 using Cfg128x128m2 = TileConfig<2, 1, 128, 7, 1, 2>;
 using Cfg128x128pp = TileConfig<2, 1, 128, 7, 1, 1, true>;
 using Cfg128x128ppm2 = TileConfig<2, 1, 128, 7, 1, 2, true>;
+using Cfg192x64 = TileConfig<1, 2, 32, 8, 1, 1, false, 3>;
+using Cfg192x128 = TileConfig<1, 2, 64, 5, 1, 1, false, 3>;
+using Cfg256x128 = TileConfig<1, 2, 64, 4, 1, 1, false, 4>;
+using Cfg128x64f = TileConfig<1, 2, 32, 8, 1, 1, false, 2>;
 using Cfg16x32s = MmaTileConfig<1, 2, 2, 32>;
 using Cfg16x64s = MmaTileConfig<1, 4, 2, 24>;
 using Cfg32x64s = MmaTileConfig<2, 4, 2, 20>;
@@ -202,7 +210,11 @@ inline const char* gemm_tile_name(GemmTile t) {
     case GemmTile::T128x128ppm2: return "128x128ppm2";
     case GemmTile::T16x32s: return "16x32s";
     case GemmTile::T16x64s: return "16x64s";
-    default: return "32x64s";
+    case GemmTile::T32x64s: return "32x64s";
+    case GemmTile::T192x64: return "192x64";
+    case GemmTile::T192x128: return "192x128";
+    case GemmTile::T256x128: return "256x128";
+    default: return "128x64f";
   }
 }
 
@@ -224,7 +236,11 @@ decltype(auto) visit_gemm_tile(GemmTile t, F&& f) {
     case GemmTile::T128x128ppm2: return f(Cfg128x128ppm2{});
     case GemmTile::T16x32s: return f(Cfg16x32s{});
     case GemmTile::T16x64s: return f(Cfg16x64s{});
-    default: return f(Cfg32x64s{});
+    case GemmTile::T32x64s: return f(Cfg32x64s{});
+    case GemmTile::T192x64: return f(Cfg192x64{});
+    case GemmTile::T192x128: return f(Cfg192x128{});
+    case GemmTile::T256x128: return f(Cfg256x128{});
+    default: return f(Cfg128x64f{});
   }
 }
 
