@@ -146,6 +146,11 @@ struct MmaTileConfig {
 //   T128x256  M >= 2048, or M > 256 with >= 3.5 waves of it: highest operand
 //             reuse from shared memory (the tensor-core-bound shape), 4
 //             stages, setmaxnreg 40/232.
+//   T192x128  128 < M <= 192 with >= 0.75 wave of 128-column tiles (N >= ~12k):
+//             two consumer warpgroups of 64 columns, each holding three
+//             stacked m64n64 fragments (kFrags = 3), 5 stages of 40 KiB.
+//             Tried with it (H100, not kept): 192x64, 256x128 (4 fragments)
+//             and 128x64f (2 fragments), best at none or only one shape.
 //   T64x128c2 2 CTAs per SM (4 stages each): one CTA's epilogue and pipeline
 //             fill overlap the other's mainloop; 128 < M <= 256 with many
 //             column tiles.
@@ -173,7 +178,7 @@ struct MmaTileConfig {
 // so narrower wgmma N does not shorten the per-k16 latency at small M.
 enum class GemmTile : int {
   T64x32 = 0, T64x64, T64x128, T64x256, T128x128, T128x256, T64x128c2, T128x256m2, T128x128m2, T128x128pp,
-  T128x128ppm2, T16x32s, T16x64s, T32x64s, T192x64, T192x128, T256x128, T128x64f, kCount
+  T128x128ppm2, T16x32s, T16x64s, T32x64s, T192x128, kCount
 };
 
 using Cfg64x32 = TileConfig<1, 1, 32, 16>;
@@ -187,10 +192,7 @@ using Cfg128x256m2 = TileConfig<2, 1, 256, 4, 1, 2>;
 using Cfg128x128m2 = TileConfig<2, 1, 128, 7, 1, 2>;
 using Cfg128x128pp = TileConfig<2, 1, 128, 7, 1, 1, true>;
 using Cfg128x128ppm2 = TileConfig<2, 1, 128, 7, 1, 2, true>;
-using Cfg192x64 = TileConfig<1, 2, 32, 8, 1, 1, false, 3>;
 using Cfg192x128 = TileConfig<1, 2, 64, 5, 1, 1, false, 3>;
-using Cfg256x128 = TileConfig<1, 2, 64, 4, 1, 1, false, 4>;
-using Cfg128x64f = TileConfig<1, 2, 32, 8, 1, 1, false, 2>;
 using Cfg16x32s = MmaTileConfig<1, 2, 2, 32>;
 using Cfg16x64s = MmaTileConfig<1, 4, 2, 24>;
 using Cfg32x64s = MmaTileConfig<2, 4, 2, 20>;
@@ -211,10 +213,7 @@ inline const char* gemm_tile_name(GemmTile t) {
     case GemmTile::T16x32s: return "16x32s";
     case GemmTile::T16x64s: return "16x64s";
     case GemmTile::T32x64s: return "32x64s";
-    case GemmTile::T192x64: return "192x64";
-    case GemmTile::T192x128: return "192x128";
-    case GemmTile::T256x128: return "256x128";
-    default: return "128x64f";
+    default: return "192x128";
   }
 }
 
@@ -237,10 +236,7 @@ decltype(auto) visit_gemm_tile(GemmTile t, F&& f) {
     case GemmTile::T16x32s: return f(Cfg16x32s{});
     case GemmTile::T16x64s: return f(Cfg16x64s{});
     case GemmTile::T32x64s: return f(Cfg32x64s{});
-    case GemmTile::T192x64: return f(Cfg192x64{});
-    case GemmTile::T192x128: return f(Cfg192x128{});
-    case GemmTile::T256x128: return f(Cfg256x128{});
-    default: return f(Cfg128x64f{});
+    default: return f(Cfg192x128{});
   }
 }
 
@@ -268,6 +264,12 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
   }
   if (m <= 128) return 4 * tiles(128, 128) >= 3 * s ? GemmTile::T128x128 : GemmTile::T64x64;
   if (m <= 256) {
+    // 128 < M <= 192 with >= 0.75 wave of 128-column tiles: 192x128, three
+    // stacked m64n64 chains per consumer warpgroup sharing each B slice, B
+    // read once per column tile (H100, L2 flushed, 2026-11-21 sixth session:
+    // 0.91-0.96x cuBLAS against 0.72-0.91x for 64x128c2;
+    // bench/results/2026-11-21_h100_s6_gemm_frags/).
+    if (m <= 192 && 4 * batch * ((n + 127) / 128) >= 3 * s) return GemmTile::T192x128;
     // 192 < M <= 256: 128-row tiles waste no more rows than 64-row ones, and
     // ping-pong with >= 1 wave of them measured 1.09-1.18x 64x128c2 (H100).
     if (m > 192 && tiles(128, 128) >= s) return GemmTile::T128x128pp;

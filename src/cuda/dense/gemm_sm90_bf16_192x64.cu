@@ -1,6 +1,0 @@
-// sm90 GEMM, bf16 operands, 192x64 CTA tile, stacked 64-row fragments per consumer (gemm_tile_configs.h).
-#include "cuda/dense/gemm_kernel_sm90_tma_wgmma.cuh"
-
-namespace samebits::cuda::dense::sm90 {
-SB_GEMM_SM90_INSTANTIATE(Cfg192x64, false)
-}  // namespace samebits::cuda::dense::sm90
