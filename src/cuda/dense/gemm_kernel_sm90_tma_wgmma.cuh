@@ -50,20 +50,11 @@ __device__ __forceinline__ TileCoord tile_coord(const GemmTmaParams& p, int64_t 
 template <class Cfg, bool kF16>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_wgmma_kernel(const __grid_constant__ GemmTmaParams p) {
   extern __shared__ uint8_t smem_raw[];
-  uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
-  SmemRing<Cfg> ring;
-  ring.a = base;
-  ring.b = base + Cfg::kStages * Cfg::kABytes;
-  ring.full = reinterpret_cast<uint64_t*>(ring.b + Cfg::kStages * Cfg::kBBytes);
-  ring.empty = ring.full + Cfg::kStages;
-  ring.order = ring.empty + Cfg::kStages;
+  const SmemRing<Cfg> ring = SmemRing<Cfg>::carve(smem_raw);
 
   const int wg = threadIdx.x / 128;
   if (threadIdx.x == 0) {
-    for (int s = 0; s < Cfg::kStages; ++s) {
-      mbar_init(&ring.full[s], 1);
-      mbar_init(&ring.empty[s], 4 * Cfg::kReadersPerStage * Cfg::kClusterM);
-    }
+    ring.init(4 * Cfg::kReadersPerStage * Cfg::kClusterM);  // lane 0 of every reading warp, every cluster CTA
     if constexpr (Cfg::kPingPong) {
       mbar_init(&ring.order[0], 4);  // lane 0 of each warp of consumer 1
       mbar_init(&ring.order[1], 4);  // lane 0 of each warp of consumer 0
@@ -151,19 +142,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_wgmma
 template <class Cfg, bool kF16>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_mma_kernel(const __grid_constant__ GemmTmaParams p) {
   extern __shared__ uint8_t smem_raw[];
-  uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
-  SmemRing<Cfg> ring;
-  ring.a = base;
-  ring.b = base + Cfg::kStages * Cfg::kABytes;
-  ring.full = reinterpret_cast<uint64_t*>(ring.b + Cfg::kStages * Cfg::kBBytes);
-  ring.empty = ring.full + Cfg::kStages;
-  ring.order = nullptr;
+  const SmemRing<Cfg> ring = SmemRing<Cfg>::carve(smem_raw);
   const int warp = threadIdx.x / 32;
   if (threadIdx.x == 0) {
-    for (int s = 0; s < Cfg::kStages; ++s) {
-      mbar_init(&ring.full[s], 1);
-      mbar_init(&ring.empty[s], Cfg::kWarpsN);  // lane 0 of every consumer warp
-    }
+    ring.init(Cfg::kWarpsN);  // lane 0 of every consumer warp
     mbar_fence_init();
     tma_prefetch_desc(&p.tma_a);
     tma_prefetch_desc(&p.tma_b);

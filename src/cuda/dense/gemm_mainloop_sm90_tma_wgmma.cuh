@@ -43,6 +43,27 @@ struct SmemRing {
   uint64_t* order;  // 2, ping-pong only: order[c] = "consumer c may start its next mainloop"
   __device__ uint8_t* a_stage(int s) const { return a + s * Cfg::kABytes; }
   __device__ uint8_t* b_stage(int s) const { return b + s * Cfg::kBBytes; }
+  // The layout in dynamic shared memory (Cfg::kSmemBytes): from the base
+  // rounded up to 1024 bytes (the 128-byte swizzle atom), kStages A stages,
+  // kStages B stages, full[kStages], empty[kStages], order[2].
+  __device__ static SmemRing carve(uint8_t* smem_raw) {
+    uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    SmemRing r;
+    r.a = base;
+    r.b = base + Cfg::kStages * Cfg::kABytes;
+    r.full = reinterpret_cast<uint64_t*>(r.b + Cfg::kStages * Cfg::kBBytes);
+    r.empty = r.full + Cfg::kStages;
+    r.order = r.empty + Cfg::kStages;
+    return r;
+  }
+  // One thread, before anyone waits: full[s] completes on the producer's
+  // arrive (plus the TMA bytes), empty[s] on `releases` consumer arrivals.
+  __device__ void init(uint32_t releases) const {
+    for (int s = 0; s < Cfg::kStages; ++s) {
+      mbar_init(&full[s], 1);
+      mbar_init(&empty[s], releases);
+    }
+  }
 };
 
 // Producer (one thread): loads the k tiles of output tile (bz, mt, nt);
