@@ -252,7 +252,7 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
     // M <= 32: the mma.sync entries, whose k chain is short enough that the
     // weight bytes set the time (L2 flushed, 2026-11-21 sixth session:
     // 0.92-1.06x cuBLAS on an H100 and 0.90-1.01x on an H200 with the
-    // choice below, against 0.58-0.95x for the wgmma entries;
+    // choice below, against 0.80-1.05x and 0.58-0.97x for the wgmma entries;
     // bench/results/2026-11-21_*_s6_gemm_mma/). Narrow N at M <= 16: 16x32s
     // (N / 32 CTAs; 2-6 % faster than 16x64s on the H100, 0-6 % slower on
     // the H200); otherwise 16x64s.
