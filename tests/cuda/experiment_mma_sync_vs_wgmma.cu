@@ -32,7 +32,8 @@
 // final ALL EQUAL or DIFF line. Exit code 0 either way; nonzero on a CUDA or
 // library error.
 //
-// Build: nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -std=c++17 -I include -I src -I tests/cuda \
+// Build: the CMake target experiment_mma_sync_vs_wgmma (CUDA builds), or
+//   nvcc -gencode=arch=compute_90a,code=sm_90a -O3 -std=c++17 -I include -I src -I tests/cuda \
 //          tests/cuda/experiment_mma_sync_vs_wgmma.cu -L <build> -lsamebits -o experiment_mma_sync_vs_wgmma
 #include <cuda_runtime.h>
 
