@@ -1,7 +1,7 @@
 // The sm90 bf16/fp16 GEMM kernel: persistent, warp-specialized, TMA + wgmma.
 //
 // CTA = 1 producer warpgroup (one thread issues TMA) + Cfg::kConsumers
-// consumer warpgroups (64 output rows x WN columns each). A persistent grid of
+// consumer warpgroups (kFragsM x 64 output rows x WN columns each). A persistent grid of
 // min(tiles, kCtasPerSm * SMs) CTAs walks the output tiles with a static stride; the
 // producer runs ahead across tile boundaries, so the next tile's loads overlap
 // this tile's epilogue. With Cfg::kClusterM = 2 the grid is made of 2-CTA
@@ -11,6 +11,8 @@
 // (consumer 0 the even ones of its sequence, consumer 1 the odd ones), each
 // computing the whole tile, so that one's epilogue overlaps the other's
 // mainloop. Their mainloops take turns through order[2] (below).
+// The host launcher below also launches the small-M entries' kernel
+// (Cfg::kMmaSync, gemm_kernel_sm90_tma_mma.cuh).
 // Included by the one-configuration .cu files only.
 #pragma once
 
@@ -19,33 +21,12 @@
 #include <atomic>
 
 #include "cuda/dense/gemm_epilogue_sm90.cuh"
+#include "cuda/dense/gemm_kernel_sm90_tma_mma.cuh"
 #include "cuda/dense/gemm_mainloop_sm90_tma_wgmma.cuh"
+#include "cuda/dense/gemm_scheduler_sm90.cuh"
 #include "cuda/dense/gemm_sm90_params.h"
 
 namespace samebits::cuda::dense::sm90 {
-
-// Tile scheduler: tile t -> (batch, m tile, n tile). Inside a batch, groups of
-// kGroupM m tiles are walked n-tile by n-tile, so the CTAs running at one time
-// share A rows and B columns in L2. Tiles here are scheduling units: cluster
-// tiles of kClusterM * BM rows (p.m_tiles counts those). Pure scheduling:
-// BITS-FREE.
-constexpr int kGroupM = 8;
-struct TileCoord {
-  int bz, mt, nt;
-};
-__device__ __forceinline__ TileCoord tile_coord(const GemmTmaParams& p, int64_t t) {
-  const int64_t per_batch = int64_t(p.m_tiles) * p.n_tiles;
-  TileCoord c;
-  c.bz = int(t / per_batch);
-  const int64_t r = t % per_batch;
-  const int64_t span = int64_t(kGroupM) * p.n_tiles;
-  const int first_m = int(r / span) * kGroupM;
-  const int gm = min(p.m_tiles - first_m, kGroupM);
-  const int64_t w = r % span;
-  c.mt = first_m + int(w % gm);
-  c.nt = int(w / gm);
-  return c;
-}
 
 template <class Cfg, bool kF16>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_wgmma_kernel(const __grid_constant__ GemmTmaParams p) {
@@ -134,42 +115,6 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_wgmma
   // release the last stages after this CTA's consumers are done): nobody
   // leaves the cluster before everybody is done
   if constexpr (Cfg::kClusterM > 1) cluster_sync();
-}
-
-// Small-M entries (Cfg::kMmaSync, gemm_tile_configs.h): warp 0 is the TMA
-// producer (lane 0, the same produce_tile and ring), warps 1 .. kWarpsN the
-// mma.sync consumers (consume_tile_mma), each storing its m16 fragments.
-template <class Cfg, bool kF16>
-__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_mma_kernel(const __grid_constant__ GemmTmaParams p) {
-  extern __shared__ uint8_t smem_raw[];
-  const SmemRing<Cfg> ring = SmemRing<Cfg>::carve(smem_raw);
-  const int warp = threadIdx.x / 32;
-  if (threadIdx.x == 0) {
-    ring.init(Cfg::kWarpsN);  // lane 0 of every consumer warp
-    mbar_fence_init();
-    tma_prefetch_desc(&p.tma_a);
-    tma_prefetch_desc(&p.tma_b);
-  }
-  __syncthreads();  // barriers initialised before anyone waits on them
-  uint32_t it = 0;
-  if (warp == 0) {
-    if (threadIdx.x == 0)
-      for (int64_t t = blockIdx.x; t < p.tiles; t += gridDim.x) {
-        const TileCoord c = tile_coord(p, t);
-        produce_tile<Cfg>(p, ring, it, c.bz, c.mt, c.nt, 0);
-      }
-  } else {
-    const int wn = warp - 1;
-    float acc[Cfg::kMBlocks][Cfg::WN / 2];
-    for (int64_t t = blockIdx.x; t < p.tiles; t += gridDim.x) {
-      const TileCoord c = tile_coord(p, t);
-      consume_tile_mma<Cfg, kF16>(p, ring, it, wn, acc);
-#pragma unroll
-      for (int mb = 0; mb < Cfg::kMBlocks; ++mb)
-        store_warp_rows<Cfg::WN>(p, acc[mb], c.bz, int64_t(c.mt) * Cfg::BM + mb * 16,
-                                 int64_t(c.nt) * Cfg::BN + wn * Cfg::WN);
-    }
-  }
 }
 
 // Host side of one configuration: raises the shared-memory limit (once per

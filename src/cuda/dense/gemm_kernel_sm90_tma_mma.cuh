@@ -1,0 +1,53 @@
+// The sm90 GEMM kernel of the small-M entries (Cfg::kMmaSync,
+// gemm_tile_configs.h): persistent, TMA producer warp + mma.sync consumer
+// warps around the ring of gemm_mainloop_sm90_tma_wgmma.cuh. Launched by
+// launch_gemm_tma_wgmma (gemm_kernel_sm90_tma_wgmma.cuh), which picks this
+// kernel for kMmaSync configurations.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include "cuda/dense/gemm_epilogue_sm90.cuh"
+#include "cuda/dense/gemm_mainloop_sm90_tma_mma.cuh"
+#include "cuda/dense/gemm_scheduler_sm90.cuh"
+#include "cuda/dense/gemm_sm90_params.h"
+
+namespace samebits::cuda::dense::sm90 {
+
+// Small-M entries (Cfg::kMmaSync, gemm_tile_configs.h): warp 0 is the TMA
+// producer (lane 0, the same produce_tile and ring), warps 1 .. kWarpsN the
+// mma.sync consumers (consume_tile_mma), each storing its m16 fragments.
+template <class Cfg, bool kF16>
+__global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_mma_kernel(const __grid_constant__ GemmTmaParams p) {
+  extern __shared__ uint8_t smem_raw[];
+  const SmemRing<Cfg> ring = SmemRing<Cfg>::carve(smem_raw);
+  const int warp = threadIdx.x / 32;
+  if (threadIdx.x == 0) {
+    ring.init(Cfg::kWarpsN);  // lane 0 of every consumer warp
+    mbar_fence_init();
+    tma_prefetch_desc(&p.tma_a);
+    tma_prefetch_desc(&p.tma_b);
+  }
+  __syncthreads();  // barriers initialised before anyone waits on them
+  uint32_t it = 0;
+  if (warp == 0) {
+    if (threadIdx.x == 0)
+      for (int64_t t = blockIdx.x; t < p.tiles; t += gridDim.x) {
+        const TileCoord c = tile_coord(p, t);
+        produce_tile<Cfg>(p, ring, it, c.bz, c.mt, c.nt, 0);
+      }
+  } else {
+    const int wn = warp - 1;
+    float acc[Cfg::kMBlocks][Cfg::WN / 2];
+    for (int64_t t = blockIdx.x; t < p.tiles; t += gridDim.x) {
+      const TileCoord c = tile_coord(p, t);
+      consume_tile_mma<Cfg, kF16>(p, ring, it, wn, acc);
+#pragma unroll
+      for (int mb = 0; mb < Cfg::kMBlocks; ++mb)
+        store_warp_rows<Cfg::WN>(p, acc[mb], c.bz, int64_t(c.mt) * Cfg::BM + mb * 16,
+                                 int64_t(c.nt) * Cfg::BN + wn * Cfg::WN);
+    }
+  }
+}
+
+}  // namespace samebits::cuda::dense::sm90
