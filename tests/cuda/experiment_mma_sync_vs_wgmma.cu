@@ -26,7 +26,8 @@
 // is the kernel below (operands straight from global memory, no speed).
 //
 // Also prints the latency of one dependent mma.sync step (clock64 over a
-// chain of 1024, one warp).
+// chain of 1024, one warp) and the SM's mma.sync throughput with 1 to 16
+// warps of 4 or 8 independent chains.
 //
 // Prints per case the elements compared and those whose bits differ, and a
 // final ALL EQUAL or DIFF line. Exit code 0 either way; nonzero on a CUDA or
@@ -114,6 +115,55 @@ __global__ void mma_sync_latency(float* sink, long long* cycles) {
   const long long t1 = clock64();
   sink[threadIdx.x] = c[0] + c[1] + c[2] + c[3];
   if (threadIdx.x == 0) *cycles = (t1 - t0) / kSteps;
+}
+
+// Throughput of mma.sync on one SM: every warp of one CTA runs kChains
+// independent accumulators through kSteps steps each. The CTA's span runs
+// from a barrier before the first step to a barrier after every warp has
+// used its accumulators (so the last steps have completed, not only
+// issued). Cycles per step of the SM = span / (warps * kChains * kSteps).
+template <int kChains>
+__global__ void mma_sync_throughput(float* sink, long long* cycles) {
+  // distinct accumulators, so that no two chains compute the same values
+  // (ptxas would merge identical chains)
+  uint32_t a[4] = {0x3f803f80u, 0x3f803f80u, 0x3f803f80u, 0x3f803f80u};
+  uint32_t b[2] = {0x3f803f80u, 0x3f803f80u};
+  float c[kChains][4];
+#pragma unroll
+  for (int q = 0; q < kChains; ++q)
+#pragma unroll
+    for (int e = 0; e < 4; ++e) c[q][e] = sink[threadIdx.x] + float(q * 4 + e);
+  constexpr int kSteps = 512;
+  __syncthreads();
+  const long long t0 = clock64();
+  for (int i = 0; i < kSteps; ++i)
+#pragma unroll
+    for (int q = 0; q < kChains; ++q) mma16816<false>(c[q], a, b);
+  float v = 0.f;
+#pragma unroll
+  for (int q = 0; q < kChains; ++q) v += c[q][0] + c[q][1] + c[q][2] + c[q][3];
+  sink[blockIdx.x * blockDim.x + threadIdx.x] = v;
+  __syncthreads();
+  const long long t1 = clock64();
+  if (threadIdx.x == 0) cycles[0] = t1 - t0;
+}
+
+template <int kChains>
+void report_throughput(int warps) {
+  float* sink;
+  long long* cyc;
+  CUDA_OK(cudaMalloc(&sink, warps * 32 * 4));
+  CUDA_OK(cudaMemset(sink, 0, warps * 32 * 4));
+  CUDA_OK(cudaMalloc(&cyc, 8));
+  mma_sync_throughput<kChains><<<1, warps * 32>>>(sink, cyc);
+  CUDA_OK(cudaDeviceSynchronize());
+  long long span = 0;
+  CUDA_OK(cudaMemcpy(&span, cyc, 8, cudaMemcpyDeviceToHost));
+  const double per_sm = double(span) / (double(warps) * kChains * 512);
+  std::printf("throughput: %2d warps x %d chains: %.2f cycles per mma.sync.m16n8k16 on the SM (%.0f MAC/cycle)\n",
+              warps, kChains, per_sm, 16 * 8 * 16 / per_sm);
+  CUDA_OK(cudaFree(sink));
+  CUDA_OK(cudaFree(cyc));
 }
 
 // ------------------------------------------------------------------ the cases
@@ -254,6 +304,10 @@ int main() {
     long long c = 0;
     CUDA_OK(cudaMemcpy(&c, cyc, 8, cudaMemcpyDeviceToHost));
     std::printf("latency: one dependent mma.sync.m16n8k16 step = %lld cycles\n", c);
+  }
+  for (int warps : {1, 4, 8, 16}) {
+    report_throughput<4>(warps);
+    report_throughput<8>(warps);
   }
   const std::vector<std::string> tiles = {"64x32", "64x64", "128x256", "16x32s", "16x64s", "32x64s"};
   Tally total;
