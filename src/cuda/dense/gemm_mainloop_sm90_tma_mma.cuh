@@ -32,42 +32,36 @@ __device__ __forceinline__ void consume_tile_mma(const GemmTmaParams& p, const S
   // n8 block 2q gets registers 0, 1 (k 0-7, 8-15), block 2q + 1 registers 2, 3.
   const int a_row = lane % 16, a_hi = lane / 16;
   const int b_row = wn * Cfg::WN + 8 * (lane / 16) + lane % 8, b_hi = (lane / 8) % 2;
-  // The fragments of kLoadSteps k16 steps are loaded first, then their
-  // mma's issued (the asm statements keep their order, so loading step by
-  // step would put an ldmatrix latency in front of every step of the chain).
+  // A k tile's fragments (kSteps k16 steps) are loaded first, then its mma's
+  // issued (the asm statements keep their order, so loading step by step
+  // would put an ldmatrix latency in front of every step of the chain).
   constexpr int kSteps = kBK / 16;
-  constexpr int kLoadSteps = Cfg::kLoadSteps;
   for (int kb = 0; kb < p.k_tiles; ++kb, ++it) {
     const int s = int(it % Cfg::kStages);
     mbar_wait(&ring.full[s], (it / Cfg::kStages) & 1);  // stage s landed
     const uint32_t a0 = smem_addr(ring.a_stage(s)), b0 = smem_addr(ring.b_stage(s));
+    uint32_t a[kSteps][Cfg::kMBlocks][4];
+    uint32_t b[kSteps][Cfg::kNB / 2][4];
 #pragma unroll
-    for (int j0 = 0; j0 < kSteps; j0 += kLoadSteps) {
-      uint32_t a[kLoadSteps][Cfg::kMBlocks][4];
-      uint32_t b[kLoadSteps][Cfg::kNB / 2][4];
+    for (int j = 0; j < kSteps; ++j) {
 #pragma unroll
-      for (int jj = 0; jj < kLoadSteps; ++jj) {
-        const int j = j0 + jj;
-#pragma unroll
-        for (int mb = 0; mb < Cfg::kMBlocks; ++mb) {
-          const int r = mb * 16 + a_row;
-          ldmatrix_x4(a[jj][mb], a0 + r * 128 + (((2 * j + a_hi) ^ (r % 8)) * 16));
-        }
-#pragma unroll
-        for (int q = 0; q < Cfg::kNB / 2; ++q) {
-          const int r = b_row + 16 * q;
-          ldmatrix_x4(b[jj][q], b0 + r * 128 + (((2 * j + b_hi) ^ (r % 8)) * 16));
-        }
+      for (int mb = 0; mb < Cfg::kMBlocks; ++mb) {
+        const int r = mb * 16 + a_row;
+        ldmatrix_x4(a[j][mb], a0 + r * 128 + (((2 * j + a_hi) ^ (r % 8)) * 16));
       }
 #pragma unroll
-      for (int jj = 0; jj < kLoadSteps; ++jj)
-#pragma unroll
-        for (int mb = 0; mb < Cfg::kMBlocks; ++mb)
-#pragma unroll
-          for (int nb = 0; nb < Cfg::kNB; ++nb)
-            mma_m16n8k16<kF16>(&acc[mb][4 * nb], a[jj][mb], b[jj][nb / 2][2 * (nb % 2)],
-                               b[jj][nb / 2][2 * (nb % 2) + 1]);
+      for (int q = 0; q < Cfg::kNB / 2; ++q) {
+        const int r = b_row + 16 * q;
+        ldmatrix_x4(b[j][q], b0 + r * 128 + (((2 * j + b_hi) ^ (r % 8)) * 16));
+      }
     }
+#pragma unroll
+    for (int j = 0; j < kSteps; ++j)
+#pragma unroll
+      for (int mb = 0; mb < Cfg::kMBlocks; ++mb)
+#pragma unroll
+        for (int nb = 0; nb < Cfg::kNB; ++nb)
+          mma_m16n8k16<kF16>(&acc[mb][4 * nb], a[j][mb], b[j][nb / 2][2 * (nb % 2)], b[j][nb / 2][2 * (nb % 2) + 1]);
     // every ldmatrix of stage s has delivered (the mma's above consumed its
     // registers): release it
     __syncwarp();

@@ -91,12 +91,12 @@ struct TileConfig {
 // w * 8 kNB .. + 8 kNB - 1 of the BM x BN tile, all BM = 16 kMBlocks rows, as
 // kMBlocks x kNB independent m16n8 accumulators, each a chain of k16 steps in
 // increasing k from +0, like wgmma's. A dependent mma.sync step takes ~24
-// cycles against ~130-160 for wgmma, so at M <= 64 the k chain no longer
+// cycles against ~130-160 for wgmma, so at small M the k chain no longer
 // bounds the time; the weight bytes do. Their f32 results equal wgmma's bit
 // for bit (tests/cuda/experiment_mma_sync_vs_wgmma.cu: every element of
 // adversarial bf16 / fp16 inputs on an H100 and an H200; bench_dense.py
 // compares each forced entry with the default at every M bucket).
-template <int kMBlocks_, int kWarpsN_, int kNB_, int kMaxStages_, int kCtasPerSm_ = 1>
+template <int kMBlocks_, int kWarpsN_, int kNB_, int kMaxStages_>
 struct MmaTileConfig {
   static constexpr bool kMmaSync = true;
   static constexpr bool kPingPong = false;
@@ -104,7 +104,7 @@ struct MmaTileConfig {
   static constexpr int BM = 16 * kMBlocks;
   static constexpr int WN = 8 * kNB;  // columns of one consumer warp
   static constexpr int BN = WN * kWarpsN;
-  static constexpr int kCtasPerSm = kCtasPerSm_;
+  static constexpr int kCtasPerSm = 1;
   static constexpr int kClusterM = 1;
   static constexpr int kThreads = 32 * (kWarpsN + 1);
   static constexpr int kABytes = BM * kBK * 2;
@@ -112,16 +112,14 @@ struct MmaTileConfig {
   static constexpr int kBBoxRows = BN;
   static constexpr int kBBoxBytes = kBBytes;
   static constexpr int kStageBytes = kABytes + kBBytes;
-  // k16 steps whose fragments a consumer loads before issuing their mma's:
-  // all four of a k tile while that stays within 80 registers
-  static constexpr int kLoadSteps = 4 * (4 * kMBlocks + 2 * kNB) <= 80 ? 4 : 2;
-  static constexpr int kBudget = kCtasPerSm == 1 ? kSmemBudget : (233472 / kCtasPerSm - 1024);
-  static constexpr int kStagesFit = (kBudget - 2048) / kStageBytes;
+  static constexpr int kStagesFit = (kSmemBudget - 2048) / kStageBytes;
   static constexpr int kStages = kStagesFit < kMaxStages_ ? kStagesFit : kMaxStages_;
   static constexpr int kBarrierBytes = 2 * kStages * 8 + 2 * 8;
   static constexpr int kSmemBytes = kStages * kStageBytes + kBarrierBytes + 1024;
   static_assert(kNB % 2 == 0, "B fragments are loaded two n8 blocks at a time (ldmatrix.x4)");
-  static_assert(kStages >= 2 && kSmemBytes <= kBudget, "pipeline does not fit in shared memory");
+  // a consumer holds a whole k tile's fragments (4 k16 steps) at once
+  static_assert(4 * (4 * kMBlocks + 2 * kNB) <= 80, "a k tile's fragments: at most 80 registers");
+  static_assert(kStages >= 2 && kSmemBytes <= kSmemBudget, "pipeline does not fit in shared memory");
   static_assert(kABytes % 1024 == 0 && kBBytes % 1024 == 0, "stage buffers keep 1024-byte swizzle-atom alignment");
 };
 
@@ -269,7 +267,7 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
     // read once per column tile (H100, L2 flushed, 2026-11-21 sixth session:
     // 0.91-0.96x cuBLAS against 0.72-0.91x for 64x128c2;
     // bench/results/2026-11-21_h100_s6_gemm_frags/).
-    if (m <= 192 && 4 * batch * ((n + 127) / 128) >= 3 * s) return GemmTile::T192x128;
+    if (m <= 192 && 4 * tiles(192, 128) >= 3 * s) return GemmTile::T192x128;
     // 192 < M <= 256: 128-row tiles waste no more rows than 64-row ones, and
     // ping-pong with >= 1 wave of them measured 1.09-1.18x 64x128c2 (H100).
     if (m > 192 && tiles(128, 128) >= s) return GemmTile::T128x128pp;
