@@ -163,7 +163,9 @@ def tile_invariance(buckets):
     """Every tile-table entry gives the bits of the default choice, at every M
     bucket and two row offsets: the proof that the table is BITS-FREE. Shapes
     with partial M, N and K tiles; NK with bias, KN (packed copy), an
-    unaligned A (packed copy), fp16, and a batched bmm."""
+    unaligned A (packed copy), fp16, and a batched bmm. The entries with the
+    staged epilogue use it here; "@direct" is the default entry storing
+    directly."""
     g = torch.Generator(device=dev).manual_seed(3)
     Mmax = max(buckets) + 8
     x = torch.randn(Mmax, 1000, device=dev, dtype=torch.bfloat16, generator=g)
@@ -184,7 +186,7 @@ def tile_invariance(buckets):
         with forced_tile(None):
             full = fn(src)
         ok = True
-        for tile in [None] + GEMM_TILES:
+        for tile in [None, "@direct"] + GEMM_TILES:  # "@direct": the default entry without the staged epilogue
             with forced_tile(tile):
                 for M in buckets:
                     for off in (0, 5):
@@ -193,7 +195,7 @@ def tile_invariance(buckets):
     with forced_tile(None):
         full = D.matmul(xb, wb)
     ok = True
-    for tile in [None] + GEMM_TILES:
+    for tile in [None, "@direct"] + GEMM_TILES:
         with forced_tile(tile):
             for M in (1, 7, 64, 513):
                 ok &= torch.equal(D.matmul(xb[:, :M].contiguous(), wb), full[:, :M])

@@ -25,21 +25,28 @@ def graphed(fn, calls=1):
 
 class forced_tile:
     """Context manager: the GEMM tile entry `name` forced (SAMEBITS_GEMM_TILE,
-    read by the library on every call), or the default choice for None; the
-    previous setting is restored on exit."""
+    read by the library on every call), or the default choice for None or "";
+    "name@direct" / "name@staged" (or "@direct" with the default entry) also
+    forces the epilogue (SAMEBITS_GEMM_EPILOGUE). The previous settings are
+    restored on exit."""
+
+    VARS = ("SAMEBITS_GEMM_TILE", "SAMEBITS_GEMM_EPILOGUE")
 
     def __init__(self, name):
-        self.name = name
+        tile, _, epi = (name or "").partition("@")
+        self.values = (tile or None, epi or None)
 
     def __enter__(self):
-        self.old = os.environ.get("SAMEBITS_GEMM_TILE")
-        if self.name is None:
-            os.environ.pop("SAMEBITS_GEMM_TILE", None)
-        else:
-            os.environ["SAMEBITS_GEMM_TILE"] = self.name
+        self.old = [os.environ.get(v) for v in self.VARS]
+        for var, val in zip(self.VARS, self.values):
+            if val is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = val
 
     def __exit__(self, *a):
-        if self.old is None:
-            os.environ.pop("SAMEBITS_GEMM_TILE", None)
-        else:
-            os.environ["SAMEBITS_GEMM_TILE"] = self.old
+        for var, val in zip(self.VARS, self.old):
+            if val is None:
+                os.environ.pop(var, None)
+            else:
+                os.environ[var] = val

@@ -198,6 +198,56 @@ def test_gemm_mma_sync_entry_equals_wgmma_on_wide_values(tile, dtype, monkeypatc
         assert torch.equal(D.linear(x[:M], w), ref[:M]), (tile, M)
 
 
+# The entries with the staged epilogue (TileConfig kTmaStore): required
+# through SAMEBITS_GEMM_EPILOGUE=staged (an error where it cannot run, so this
+# test cannot pass on the direct path), their output equals the direct
+# epilogue's bit for bit: bias, partial row and column blocks (N = 520 ends
+# 8 columns into a 64-column block, which the TMA clips), fp16 and a batched
+# bmm. The negative control: a changed input row changes that row's staged
+# output, and only that row's.
+GEMM_STAGED_TILES = ["64x64", "64x128", "64x256", "128x128", "128x256", "128x256m2", "192x128"]
+
+
+@pytest.mark.parametrize("tile", GEMM_STAGED_TILES)
+def test_gemm_staged_epilogue_equals_direct(tile, monkeypatch):
+    from samebits import dense as D
+
+    g = torch.Generator().manual_seed(7)
+    monkeypatch.setenv("SAMEBITS_GEMM_TILE", tile)
+    for dt in (torch.bfloat16, torch.float16):
+        x = torch.randn(605, 1000, generator=g).to(dt).cuda()
+        w = (torch.randn(520, 1000, generator=g) / 32).to(dt).cuda()
+        bias = torch.randn(520, generator=g).to(dt).cuda()
+        a = torch.randn(3, 77, 256, generator=g).to(dt).cuda()
+        b = torch.randn(3, 256, 136, generator=g).to(dt).cuda()
+        cases = [(lambda M=M: D.linear(x[:M], w, bias)) for M in (1, 7, 300, 605)] + [lambda: D.matmul(a, b)]
+        monkeypatch.setenv("SAMEBITS_GEMM_EPILOGUE", "direct")
+        ref = [f() for f in cases]
+        monkeypatch.setenv("SAMEBITS_GEMM_EPILOGUE", "staged")
+        for i, f in enumerate(cases):
+            assert torch.equal(f(), ref[i]), (tile, dt, i)
+        x2 = x.clone()
+        x2[3, :64] += 0.5  # row 3 only
+        y2 = D.linear(x2[:7], w, bias)
+        assert not torch.equal(y2, ref[1]) and torch.equal(y2[:3], ref[1][:3])
+
+
+def test_gemm_staged_epilogue_refused_where_it_cannot_run(monkeypatch):
+    from samebits import dense as D
+
+    x = torch.randn(8, 64, device="cuda", dtype=torch.bfloat16)
+    monkeypatch.setenv("SAMEBITS_GEMM_EPILOGUE", "staged")
+    monkeypatch.setenv("SAMEBITS_GEMM_TILE", "128x256")
+    with pytest.raises(ValueError, match="TMA store target"):
+        D.linear(x, x[:7])  # N = 7: rows of 14 bytes
+    monkeypatch.setenv("SAMEBITS_GEMM_TILE", "64x32")
+    with pytest.raises(ValueError, match="no staged epilogue"):
+        D.linear(x, x)
+    monkeypatch.setenv("SAMEBITS_GEMM_EPILOGUE", "sideways")
+    with pytest.raises(ValueError, match="unknown epilogue"):
+        D.linear(x, x)
+
+
 def test_gemm_unknown_tile_entry_is_an_error(monkeypatch):
     from samebits import dense as D
 

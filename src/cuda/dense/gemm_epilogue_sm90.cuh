@@ -1,13 +1,19 @@
-// Epilogue of the sm90 GEMM: out = round(alpha * acc + beta * bias) straight
-// from the wgmma accumulator fragment to global memory, one multiply and one
-// add, each rounded (__fmul_rn / __fadd_rn), then one rounding to out dtype.
+// Epilogue of the sm90 GEMM: out = round(alpha * acc + beta * bias), one
+// multiply and one add, each rounded (__fmul_rn / __fadd_rn), then one
+// rounding to out dtype (epilogue_value). Two ways to store it, the same
+// bits: direct (store_tile: from the accumulator fragment to global memory)
+// and staged (store_tile_staged: through shared memory and TMA tile stores,
+// 16-bit outputs whose rows TMA can address).
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <type_traits>
+
 #include "cuda/dense/dtype.cuh"
 #include "cuda/dense/gemm_sm90_params.h"
+#include "cuda/dense/gemm_sm90_ptx.cuh"
 
 namespace samebits::cuda::dense::sm90 {
 
@@ -31,6 +37,24 @@ __device__ __forceinline__ void store_pair(TO* dst, float v0, float v1) {
   }
 }
 
+// The bias of batch bz as a byte pointer (nullptr: none).
+__device__ __forceinline__ const char* bias_base(const GemmTmaParams& p, int bz) {
+  return p.bias == nullptr ? nullptr
+                           : static_cast<const char*>(p.bias) +
+                                 int64_t(bz) * p.bias_batch_stride * (p.bias_dtype == SB_F32 ? 4 : 2);
+}
+
+// THE epilogue value of output element (r, c) < (m, n) from its f32
+// accumulator, before the rounding to the output dtype: alpha * acc, plus
+// beta * bias, each product and the sum rounded. Both epilogues (direct and
+// staged) call this one function, so they store the same bits.
+__device__ __forceinline__ float epilogue_value(const GemmTmaParams& p, const char* bias, float acc, int64_t r,
+                                                int64_t c) {
+  float x = __fmul_rn(p.alpha, acc);
+  if (bias != nullptr) x = __fadd_rn(x, __fmul_rn(p.beta, load_bias(bias, p.bias_dtype, r * p.bias_row_stride + c)));
+  return x;
+}
+
 // One warp's 16 rows of an m16 x BN fragment, the layout that wgmma m64nNk16
 // (fp32 D) gives each of its warps and that BN / 8 mma.sync.m16n8k16
 // accumulators give side by side: lane l holds rows r_base = row0 + l/4
@@ -40,10 +64,7 @@ template <class TO, int BN>
 __device__ __forceinline__ void store_warp_rows_typed(const GemmTmaParams& p, const float (&acc)[BN / 2], int bz,
                                                       int64_t r_base, int64_t c_base) {
   TO* out = static_cast<TO*>(p.out) + int64_t(bz) * p.out_batch_stride;
-  const char* bias = p.bias == nullptr ? nullptr
-                                       : static_cast<const char*>(p.bias) +
-                                             int64_t(bz) * p.bias_batch_stride *
-                                                 (p.bias_dtype == SB_F32 ? 4 : 2);
+  const char* bias = bias_base(p, bz);
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int64_t r = r_base + 8 * h;
@@ -55,12 +76,8 @@ __device__ __forceinline__ void store_warp_rows_typed(const GemmTmaParams& p, co
       if (c >= p.n) continue;
       float v[2];
 #pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        float x = __fmul_rn(p.alpha, acc[4 * j + 2 * h + e]);
-        if (bias != nullptr && c + e < p.n)
-          x = __fadd_rn(x, __fmul_rn(p.beta, load_bias(bias, p.bias_dtype, r * p.bias_row_stride + c + e)));
-        v[e] = x;
-      }
+      for (int e = 0; e < 2; ++e)
+        v[e] = epilogue_value(p, c + e < p.n ? bias : nullptr, acc[4 * j + 2 * h + e], r, c + e);
       if (p.out_pairs && c + 1 < p.n) {
         store_pair<TO>(orow + c, v[0], v[1]);
       } else {
@@ -90,6 +107,76 @@ template <int BN>
 __device__ __forceinline__ void store_tile(const GemmTmaParams& p, const float (&acc)[BN / 2], int bz,
                                            int64_t row0, int64_t col0) {
   store_warp_rows<BN>(p, acc, bz, row0 + ((threadIdx.x % 128) / 32) * 16, col0);
+}
+
+// ---- the staged epilogue (TileConfig::kTmaStore; p.out_tma) ----------------
+// Two 16-bit values as one 32-bit word, the lower column first.
+template <class TO>
+__device__ __forceinline__ uint32_t pack_pair(float v0, float v1) {
+  if constexpr (std::is_same_v<TO, __half>) {
+    const __half2 h = __halves2half2(__float2half_rn(v0), __float2half_rn(v1));
+    return *reinterpret_cast<const uint32_t*>(&h);
+  } else {
+    const __nv_bfloat162 h = __halves2bfloat162(__float2bfloat16_rn(v0), __float2bfloat16_rn(v1));
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+}
+
+// A consumer warpgroup's m64 x WN fragment (rows row0 .., columns col0 ..)
+// stored through shared memory: for each block of 64 columns, every thread
+// writes its values (the direct epilogue's, epilogue_value) as 16-bit pairs
+// into buffer `chunk % 2` of `buf` (64 rows x 128 bytes, the TMA's 128-byte
+// swizzle: 16-byte unit u of row r at unit u ^ (r % 8)), then thread 0 of
+// the warpgroup stores the block with one TMA tile store (p.tma_c, 64 x 64
+// boxes); the TMA writes only the elements inside (m, n). Before a buffer is
+// rewritten, thread 0 waits until the store that read it two blocks ago has
+// done reading (its group is at most the second newest). `bar_id` is the
+// warpgroup's named barrier; `chunk` counts this warpgroup's blocks.
+template <class TO, int WN>
+__device__ __forceinline__ void store_tile_staged_typed(const GemmTmaParams& p, const float (&acc)[WN / 2], int bz,
+                                                        int64_t row0, int64_t col0, uint8_t* buf, int bar_id,
+                                                        uint32_t& chunk) {
+  const int t = threadIdx.x % 128, l = t % 32;
+  const bool leader = t == 0;
+  const char* bias = bias_base(p, bz);
+  const int rw = (t / 32) * 16 + l / 4;  // this thread's first row in the fragment (and rw + 8)
+  const int cq = (l % 4) * 2;            // its first column in each 8-column unit
+#pragma unroll
+  for (int q = 0; q < WN / 64; ++q, ++chunk) {
+    uint8_t* b = buf + (chunk & 1) * (64 * 64 * 2);
+    if (leader) bulk_wait_read<1>();
+    named_bar_sync(bar_id, 128);  // buffer b free for every thread of the warpgroup
+#pragma unroll
+    for (int u = 0; u < 8; ++u) {  // 8-column unit of the block = 16-byte unit of the row
+      const int j = q * 8 + u;     // 8-column group of the fragment (acc registers 4j .. 4j + 3)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = rw + 8 * h;
+        const int64_t gr = row0 + r, gc = col0 + 8 * j + cq;
+        const bool live = gr < p.m;
+        const float v0 = epilogue_value(p, live && gc < p.n ? bias : nullptr, acc[4 * j + 2 * h], gr, gc);
+        const float v1 = epilogue_value(p, live && gc + 1 < p.n ? bias : nullptr, acc[4 * j + 2 * h + 1], gr, gc + 1);
+        const uint32_t off = uint32_t(r * 128 + ((u ^ (r & 7)) << 4) + cq * 2);
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(smem_addr(b + off)), "r"(pack_pair<TO>(v0, v1)) : "memory");
+      }
+    }
+    fence_async_smem();
+    named_bar_sync(bar_id, 128);  // block written
+    if (leader) {
+      tma_store_3d(&p.tma_c, b, int32_t(col0 + 64 * q), int32_t(row0), bz);
+      bulk_commit();
+    }
+  }
+}
+
+template <int WN>
+__device__ __forceinline__ void store_tile_staged(const GemmTmaParams& p, const float (&acc)[WN / 2], int bz,
+                                                  int64_t row0, int64_t col0, uint8_t* buf, int bar_id,
+                                                  uint32_t& chunk) {
+  if (p.out_dtype == SB_F16)
+    store_tile_staged_typed<__half, WN>(p, acc, bz, row0, col0, buf, bar_id, chunk);
+  else
+    store_tile_staged_typed<__nv_bfloat16, WN>(p, acc, bz, row0, col0, buf, bar_id, chunk);
 }
 
 }  // namespace samebits::cuda::dense::sm90

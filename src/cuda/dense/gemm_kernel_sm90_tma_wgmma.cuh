@@ -71,14 +71,27 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_wgmma
     const int cm = (wg - 1) % Cfg::kConsumersM;  // rows cm*64F .. cm*64F+64F-1 of the tile
     const int cn = (wg - 1) / Cfg::kConsumersM;  // columns cn*WN .. cn*WN+WN-1
     float acc[F][Cfg::WN / 2];
+    const bool staged = Cfg::kTmaStore && p.out_tma;
+    uint8_t* epi_buf = ring.epi + (wg - 1) * 2 * (64 * 64 * 2);  // this warpgroup's two staging buffers
+    uint32_t chunk = 0;  // 64-column blocks this warpgroup has staged
     for (int64_t t = first; t < p.tiles; t += stride) {
       const TileCoord c = tile_coord(p, t);
       const int64_t mt = int64_t(c.mt) * Cfg::kClusterM + rank;
       consume_tile<Cfg, kF16>(p, ring, it, cm, cn, acc, [] {});
 #pragma unroll
-      for (int f = 0; f < F; ++f)
-        store_tile<Cfg::WN>(p, acc[f], c.bz, mt * Cfg::BM + (cm * F + f) * 64,
-                            int64_t(c.nt) * Cfg::BN + cn * Cfg::WN);
+      for (int f = 0; f < F; ++f) {
+        const int64_t row0 = mt * Cfg::BM + (cm * F + f) * 64, col0 = int64_t(c.nt) * Cfg::BN + cn * Cfg::WN;
+        if constexpr (Cfg::kTmaStore) {
+          if (staged) {
+            store_tile_staged<Cfg::WN>(p, acc[f], c.bz, row0, col0, epi_buf, wg, chunk);  // named barrier wg
+            continue;
+          }
+        }
+        store_tile<Cfg::WN>(p, acc[f], c.bz, row0, col0);
+      }
+    }
+    if constexpr (Cfg::kTmaStore) {
+      if (staged && threadIdx.x % 128 == 0) bulk_wait<0>();  // this thread's tile stores complete
     }
   } else {
     // Ping-pong. Consumer `me` takes the tiles l = me, me + 2, ... of this

@@ -137,6 +137,50 @@ sb_status forced_tile(GemmTile* t, bool* forced) {
   return fail(SB_INVALID_ARGUMENT, std::string("SAMEBITS_GEMM_TILE: unknown tile entry '") + e + "' (known: " + known + ")");
 }
 
+// Which epilogue stores the output. Unset: the entries with kTmaStore stage
+// it through shared memory where the output allows (16-bit, rows TMA can
+// address), the others store it directly. SAMEBITS_GEMM_EPILOGUE=direct:
+// every entry stores directly. =staged: the staged epilogue is required, and
+// a call that cannot take it is an error (so a check that asks for it cannot
+// pass on the direct one). Both give the same bits (one function computes
+// the values); tests and benchmarks compare them. Read on every call; an
+// unknown value is an error.
+enum class Epilogue { kAuto, kDirect, kStaged };
+sb_status epilogue_choice(Epilogue* epi) {
+  *epi = Epilogue::kAuto;
+  const char* e = std::getenv("SAMEBITS_GEMM_EPILOGUE");
+  if (e == nullptr || *e == 0) return SB_OK;
+  if (std::strcmp(e, "direct") == 0) {
+    *epi = Epilogue::kDirect;
+    return SB_OK;
+  }
+  if (std::strcmp(e, "staged") == 0) {
+    *epi = Epilogue::kStaged;
+    return SB_OK;
+  }
+  return fail(SB_INVALID_ARGUMENT, std::string("SAMEBITS_GEMM_EPILOGUE: unknown epilogue '") + e +
+                                       "' (known: staged, direct)");
+}
+
+// The output as a TMA store target: (n, m, batch) 16-bit, 64 x 64 boxes,
+// 128-byte swizzle. False (and no map) where TMA cannot address it: a base
+// or a stride not a multiple of 16 bytes, or the driver refuses the map.
+bool encode_out(CUtensorMap* map, const sb_gemm_params& p) {
+  if (p.out_dtype != SB_BF16 && p.out_dtype != SB_F16) return false;
+  const int64_t rs = p.out_row_stride * 2, bs = p.batch > 1 ? p.out_batch_stride * 2 : rs * p.m;
+  if ((reinterpret_cast<uintptr_t>(p.out) & 15) != 0 || rs % 16 != 0 || bs % 16 != 0 || rs <= 0 || bs <= 0)
+    return false;
+  auto fn = samebits::cuda::tensor_map_encode_fn();
+  if (fn == nullptr) return false;
+  const cuuint64_t dims[3] = {cuuint64_t(p.n), cuuint64_t(p.m), cuuint64_t(p.batch)};
+  const cuuint64_t strides[2] = {cuuint64_t(rs), cuuint64_t(bs)};
+  const cuuint32_t box[3] = {64, 64, 1};
+  const cuuint32_t estr[3] = {1, 1, 1};
+  return fn(map, p.out_dtype == SB_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3,
+            p.out, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+            CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
 template <bool kF16>
 cudaError_t launch_tile(GemmTile t, GemmTmaParams& kp, int dev, int sms, cudaStream_t s) {
   return visit_gemm_tile(t, [&](auto cfg) { return launch_gemm_tma_wgmma<decltype(cfg), kF16>(kp, dev, sms, s); });
@@ -146,11 +190,12 @@ cudaError_t launch_tile(GemmTile t, GemmTmaParams& kp, int dev, int sms, cudaStr
 // of one scheduling unit (a cluster tile: kClusterM CTA tiles along M).
 struct TileBoxes {
   int a_rows, b_rows, sched_bm, bn;
+  bool tma_store;  // the entry has the staged epilogue
 };
 TileBoxes tile_boxes(GemmTile t) {
   return visit_gemm_tile(t, [](auto cfg) {
     using Cfg = decltype(cfg);
-    return TileBoxes{Cfg::BM, Cfg::kBBoxRows, Cfg::BM * Cfg::kClusterM, Cfg::BN};
+    return TileBoxes{Cfg::BM, Cfg::kBBoxRows, Cfg::BM * Cfg::kClusterM, Cfg::BN, Cfg::kTmaStore};
   });
 }
 
@@ -175,8 +220,21 @@ sb_status gemm_16bit(const sb_gemm_params& p) {
 
   GemmTile tile;
   bool forced = false;
+  Epilogue epi = Epilogue::kAuto;
   if (sb_status fst = forced_tile(&tile, &forced); fst != SB_OK) return fst;
+  if (sb_status est = epilogue_choice(&epi); est != SB_OK) return est;
   if (!forced) tile = pick_gemm_tile(p.m, p.n, p.batch, sms);
+
+  const TileBoxes tb = tile_boxes(tile);
+  const int bm = tb.sched_bm, bn = tb.bn;
+  GemmTmaParams kp;
+  std::memset(&kp, 0, sizeof(kp));
+  kp.out_tma = epi != Epilogue::kDirect && tb.tma_store && encode_out(&kp.tma_c, p) ? 1 : 0;
+  if (epi == Epilogue::kStaged && !kp.out_tma)
+    return fail(SB_INVALID_ARGUMENT,
+                std::string("SAMEBITS_GEMM_EPILOGUE=staged: ") +
+                    (tb.tma_store ? "the output cannot be a TMA store target (16-bit, 16-byte aligned base and strides)"
+                                  : "tile entry " + std::string(gemm_tile_name(tile)) + " has no staged epilogue"));
 
   void* scratch = nullptr;
   if (pack_a || pack_b) {
@@ -191,11 +249,6 @@ sb_status gemm_16bit(const sb_gemm_params& p) {
     if (pack_b) pack(b, kn, base + na_al, s);
   }
 
-  const TileBoxes tb = tile_boxes(tile);
-  const int bm = tb.sched_bm, bn = tb.bn;
-
-  GemmTmaParams kp;
-  std::memset(&kp, 0, sizeof(kp));
   sb_status st = encode(&kp.tma_a, a, p.dtype, tb.a_rows);
   if (st == SB_OK) st = encode(&kp.tma_b, b, p.dtype, tb.b_rows);
   if (st != SB_OK) {

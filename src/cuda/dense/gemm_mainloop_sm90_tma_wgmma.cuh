@@ -38,6 +38,7 @@ template <class Cfg>
 struct SmemRing {
   uint8_t* a;       // kStages x [BM rows][64 k], 128-byte swizzled
   uint8_t* b;       // kStages x [BN rows][64 k]
+  uint8_t* epi;     // kTmaStore: 2 x [64 rows][64 columns] 16-bit per consumer warpgroup, 128-byte swizzled
   uint64_t* full;   // kStages
   uint64_t* empty;  // kStages
   uint64_t* order;  // 2, ping-pong only: order[c] = "consumer c may start its next mainloop"
@@ -45,13 +46,15 @@ struct SmemRing {
   __device__ uint8_t* b_stage(int s) const { return b + s * Cfg::kBBytes; }
   // The layout in dynamic shared memory (Cfg::kSmemBytes): from the base
   // rounded up to 1024 bytes (the 128-byte swizzle atom), kStages A stages,
-  // kStages B stages, full[kStages], empty[kStages], order[2].
+  // kStages B stages, the staged epilogue's buffers (kEpiBytes), full[kStages],
+  // empty[kStages], order[2].
   __device__ static SmemRing carve(uint8_t* smem_raw) {
     uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
     SmemRing r;
     r.a = base;
     r.b = base + Cfg::kStages * Cfg::kABytes;
-    r.full = reinterpret_cast<uint64_t*>(r.b + Cfg::kStages * Cfg::kBBytes);
+    r.epi = r.b + Cfg::kStages * Cfg::kBBytes;
+    r.full = reinterpret_cast<uint64_t*>(r.epi + Cfg::kEpiBytes);
     r.empty = r.full + Cfg::kStages;
     r.order = r.empty + Cfg::kStages;
     return r;

@@ -14,6 +14,7 @@ namespace samebits::cuda::dense::sm90 {
 struct GemmTmaParams {
   CUtensorMap tma_a;  // A as (k, m, batch), 16-bit, 64 x BM boxes, 128-byte swizzle
   CUtensorMap tma_b;  // B as (k, n, batch) (the (n, k) layout), 64 x (BN / kClusterM) boxes
+  CUtensorMap tma_c;  // out as (n, m, batch), 16-bit, 64 x 64 boxes, 128-byte swizzle; valid when out_tma
   int64_t m, n, k;
   int32_t batch;
   int32_t a_batched, b_batched;  // 1: z coordinate = batch index; 0: broadcast (z = 0)
@@ -23,6 +24,7 @@ struct GemmTmaParams {
   void* out;
   sb_dtype out_dtype;
   int32_t out_pairs;  // 1: two adjacent columns may be stored as one vector
+  int32_t out_tma;    // 1: the staged epilogue (entries with kTmaStore) stores through tma_c
   int64_t out_batch_stride, out_row_stride;
   const void* bias;  // nullptr: none
   sb_dtype bias_dtype;

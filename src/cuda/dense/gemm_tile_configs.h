@@ -45,8 +45,15 @@ constexpr int kSmemBudget = 232448;  // sm90 opt-in dynamic shared memory per bl
 // kFrags > 1 (not ping-pong): each consumer warpgroup holds kFrags 64-row
 // fragments stacked along M (rows cm * 64 kFrags + 64 f), so one B slice
 // feeds kFrags independent wgmma chains: BM = 64 kConsumersM kFrags.
+// kTmaStore (not ping-pong): the staged epilogue is available
+// (gemm_epilogue_sm90.cuh, store_tile_staged): each consumer warpgroup writes
+// its fragment to shared memory 64 columns at a time, through two buffers of
+// 64 x 64 16-bit elements, and one thread stores each buffer with a TMA
+// tile store, so the warpgroup goes on to its next tile while the stores
+// drain. Its buffers come out of the stage budget. The values stored are
+// those of the direct epilogue (one function computes both): BITS-FREE.
 template <int kConsumersM_, int kConsumersN_, int WN_, int kMaxStages_, int kCtasPerSm_ = 1, int kClusterM_ = 1,
-          bool kPingPong_ = false, int kFrags_ = 1>
+          bool kPingPong_ = false, int kFrags_ = 1, bool kTmaStore_ = false>
 struct TileConfig {
   static constexpr bool kMmaSync = false;
   static constexpr bool kPingPong = kPingPong_;
@@ -65,11 +72,15 @@ struct TileConfig {
   static constexpr int kBBoxRows = BN / kClusterM;  // rows of B one CTA loads (and multicasts)
   static constexpr int kBBoxBytes = kBBoxRows * kBK * 2;
   static constexpr int kStageBytes = kABytes + kBBytes;
+  static constexpr bool kTmaStore = kTmaStore_;
+  static constexpr int kEpiBufBytes = 64 * 64 * 2;  // one staged 64 x 64 block of 16-bit output
+  static constexpr int kEpiBytes = kTmaStore ? kConsumers * 2 * kEpiBufBytes : 0;  // two buffers per consumer
   static constexpr int kBudget = kCtasPerSm == 1 ? kSmemBudget : (233472 / kCtasPerSm - 1024);
-  static constexpr int kStagesFit = (kBudget - 2048) / kStageBytes;
+  static constexpr int kStagesFit = (kBudget - 2048 - kEpiBytes) / kStageBytes;
   static constexpr int kStages = kStagesFit < kMaxStages_ ? kStagesFit : kMaxStages_;
   static constexpr int kBarrierBytes = 2 * kStages * 8 + 2 * 8;  // full, empty; ping-pong order[2]
-  static constexpr int kSmemBytes = kStages * kStageBytes + kBarrierBytes + 1024;  // + 1024-byte alignment slack
+  static constexpr int kSmemBytes =
+      kStages * kStageBytes + kEpiBytes + kBarrierBytes + 1024;  // + 1024-byte alignment slack
   // setmaxnreg only where it pays and fits: 2 consumer warpgroups, 1 CTA/SM
   static constexpr bool kSetMaxNreg = kConsumers == 2 && kCtasPerSm == 1;
   static_assert(WN % 8 == 0 && WN <= 256, "wgmma N: 8..256");
@@ -80,6 +91,7 @@ struct TileConfig {
   static_assert(kClusterM == 1 || kClusterM == 2, "clusters of 1 or 2 CTAs");
   static_assert(!kPingPong || (kConsumersN == 1 && kCtasPerSm == 1 && kFrags_ == 1), "ping-pong: fragments along M only");
   static_assert(kFrags_ == 1 || kClusterM == 1, "stacked fragments without clusters");
+  static_assert(!kTmaStore || (!kPingPong && WN % 64 == 0), "staged epilogue: 64-column blocks, not ping-pong");
   static_assert(kClusterM == 1 || kCtasPerSm == 1, "a cluster entry runs one CTA per SM");
   static_assert(BN % kClusterM == 0 && kBBoxBytes % 1024 == 0,
                 "each multicast slice of B must keep 1024-byte swizzle-atom alignment");
@@ -112,6 +124,8 @@ struct MmaTileConfig {
   static constexpr int kBBoxRows = BN;
   static constexpr int kBBoxBytes = kBBytes;
   static constexpr int kStageBytes = kABytes + kBBytes;
+  static constexpr bool kTmaStore = false;
+  static constexpr int kEpiBytes = 0;
   static constexpr int kStagesFit = (kSmemBudget - 2048) / kStageBytes;
   static constexpr int kStages = kStagesFit < kMaxStages_ ? kStagesFit : kMaxStages_;
   static constexpr int kBarrierBytes = 2 * kStages * 8 + 2 * 8;
@@ -179,18 +193,19 @@ enum class GemmTile : int {
   T128x128ppm2, T16x32s, T16x64s, T32x64s, T192x128, kCount
 };
 
+constexpr bool kStaged = true;  // TileConfig's kTmaStore
 using Cfg64x32 = TileConfig<1, 1, 32, 16>;
-using Cfg64x64 = TileConfig<1, 1, 64, 12>;
-using Cfg64x128 = TileConfig<1, 1, 128, 8>;
-using Cfg64x256 = TileConfig<1, 1, 256, 5>;
-using Cfg128x128 = TileConfig<2, 1, 128, 7>;
-using Cfg128x256 = TileConfig<2, 1, 256, 4>;
+using Cfg64x64 = TileConfig<1, 1, 64, 12, 1, 1, false, 1, kStaged>;
+using Cfg64x128 = TileConfig<1, 1, 128, 8, 1, 1, false, 1, kStaged>;
+using Cfg64x256 = TileConfig<1, 1, 256, 5, 1, 1, false, 1, kStaged>;
+using Cfg128x128 = TileConfig<2, 1, 128, 7, 1, 1, false, 1, kStaged>;
+using Cfg128x256 = TileConfig<2, 1, 256, 4, 1, 1, false, 1, kStaged>;
 using Cfg64x128c2 = TileConfig<1, 1, 128, 4, 2>;
-using Cfg128x256m2 = TileConfig<2, 1, 256, 4, 1, 2>;
+using Cfg128x256m2 = TileConfig<2, 1, 256, 4, 1, 2, false, 1, kStaged>;
 using Cfg128x128m2 = TileConfig<2, 1, 128, 7, 1, 2>;
 using Cfg128x128pp = TileConfig<2, 1, 128, 7, 1, 1, true>;
 using Cfg128x128ppm2 = TileConfig<2, 1, 128, 7, 1, 2, true>;
-using Cfg192x128 = TileConfig<1, 2, 64, 5, 1, 1, false, 3>;
+using Cfg192x128 = TileConfig<1, 2, 64, 5, 1, 1, false, 3, kStaged>;
 using Cfg16x32s = MmaTileConfig<1, 2, 2, 32>;
 using Cfg16x64s = MmaTileConfig<1, 4, 2, 24>;
 using Cfg32x64s = MmaTileConfig<2, 4, 2, 20>;

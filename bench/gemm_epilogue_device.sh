@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# One device call for the GEMM's staged epilogue (TileConfig kTmaStore,
+# gemm_epilogue_sm90.cuh): the GEMM's Python GPU tests (the staged epilogue
+# against the direct one), bench_dense.py's GEMM checks (every entry and
+# "@direct" bitwise equal to the default), and L2-flushed kernel times of the
+# default entry staged and direct ("@direct") and of forced entries, beside
+# cuBLAS; then the same cases with the previous library (CARRY/old) for the
+# stage counts the buffers took. CARRY holds libsamebits.so and
+# old/libsamebits.so. Logs in $OUT/gemm_epi.tgz, summary printed.
+set -uo pipefail
+C=$PWD/${CARRY:-.carry/epi}
+FINAL_OUT=${OUT:-/tmp/out}
+OUT=$(mktemp -d)
+sum=()
+trap 'tar czf "$FINAL_OUT/gemm_epi.tgz" -C "$OUT" . ; printf "%s\n" "${sum[@]}" | tee "$FINAL_OUT/summary.txt"' EXIT
+PYENV=(env SAMEBITS_LIBRARY="$C/libsamebits.so" PYTHONPATH="$PWD/python")
+OLDENV=(env SAMEBITS_LIBRARY="$C/old/libsamebits.so" PYTHONPATH="$PWD/python")
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
+sha256sum "$C/libsamebits.so" "$C/old/libsamebits.so" | tee "$OUT/lib_sha256.txt"
+
+if [ -n "${FULL:-}" ]; then
+  "${PYENV[@]}" timeout 240 python3 -m pytest tests/python/test_cuda.py -q -p no:cacheprovider > "$OUT/pytest_cuda.log" 2>&1
+  sum+=("pytest test_cuda rc=$? $(tail -1 "$OUT/pytest_cuda.log")")
+  "${PYENV[@]}" timeout 90 python3 -m samebits.cli verify --device cuda --json "$OUT/verify.json" > "$OUT/verify.log" 2>&1
+  sum+=("verify rc=$? $(tail -1 "$OUT/verify.log")")
+else
+  "${PYENV[@]}" timeout 200 python3 -m pytest tests/python/test_cuda.py -q -p no:cacheprovider -k gemm > "$OUT/pytest_gemm.log" 2>&1
+  sum+=("pytest test_cuda -k gemm rc=$? $(tail -1 "$OUT/pytest_gemm.log")")
+fi
+"${PYENV[@]}" timeout 200 python3 bench/bench_dense.py --gemm-only --out "$OUT/dense_gemm.json" > "$OUT/dense_gemm.log" 2>&1
+sum+=("bench_dense --gemm-only rc=$? $(grep -E 'FAILS' "$OUT/dense_gemm.log" | tail -1)")
+
+MS=${MS:-128,192,256,512,1024,2048,4096,16384}
+SHAPES=${SHAPES:-4096x4096,14336x4096,4096x14336}
+mkdir -p "$OUT/new" "$OUT/old"
+"${PYENV[@]}" timeout ${PROFILE_TIMEOUT:-200} python3 bench/profile_kernels.py --only gemm --reps 5 --out "$OUT/new" \
+  --gemm-tiles "${TILES:-@direct,128x128,128x128@direct,192x128,192x128@direct}" --gemm-ms "$MS" \
+  --gemm-shapes "$SHAPES" > "$OUT/new/profile_gemm.log" 2>&1
+sum+=("profile new rc=$?")
+"${OLDENV[@]}" timeout ${PROFILE_TIMEOUT:-200} python3 bench/profile_kernels.py --only gemm --reps 5 --out "$OUT/old" \
+  --gemm-tiles "${OLD_TILES:-128x128,192x128}" --gemm-ms "$MS" --gemm-shapes "$SHAPES" > "$OUT/old/profile_gemm.log" 2>&1
+sum+=("profile old rc=$?")
+if [ -n "${EXTRA:-}" ]; then bash -c "$EXTRA" > "$OUT/extra.log" 2>&1; sum+=("extra rc=$?"); fi
