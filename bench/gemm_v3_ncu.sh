@@ -11,6 +11,7 @@
 # Writes $OUT/gemm3_ncu.ncu-rep, gemm3_ncu_raw.csv (every collected metric),
 # gemm3_ncu_details.csv, gemm3_ncu.log.
 # usage: CARRY=.carry/gemm3 bash .carry/gemm3/bench/gemm_v3_ncu.sh
+# (DRIVER_ARGS="--m 4096" etc. go to the driver: another shape)
 set -uo pipefail
 CARRY=${CARRY:-.carry/gemm3}
 OUT=${OUT:-/tmp/out}
@@ -58,7 +59,7 @@ run_ncu() {
   "$NCU" --clock-control none --cache-control all --target-processes all \
     -k 'regex:gemm_tma_wgmma_kernel|nvjet|sm90_xmma|cutlass' "$@" $SECTIONS \
     -o "$OUT/gemm3_ncu" -f \
-    python "$BENCH/gemm_v3_ncu_driver.py" --tiles "$TILES" 2>&1 | tee "$OUT/gemm3_ncu.log" | tail -30
+    python "$BENCH/gemm_v3_ncu_driver.py" --tiles "$TILES" ${DRIVER_ARGS:-} 2>&1 | tee "$OUT/gemm3_ncu.log" | tail -30
   return ${PIPESTATUS[0]}
 }
 run_ncu --metrics "$METRICS"

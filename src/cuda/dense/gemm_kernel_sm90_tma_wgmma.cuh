@@ -91,7 +91,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_wgmma
       }
     }
     if constexpr (Cfg::kTmaStore) {
-      if (staged && threadIdx.x % 128 == 0) bulk_wait<0>();  // this thread's tile stores complete
+      // this thread's tile stores have read their buffers before the CTA's
+      // shared memory is released (their global writes complete with the grid)
+      if (staged && threadIdx.x % 128 == 0) bulk_wait_read<0>();
     }
   } else {
     // Ping-pong. Consumer `me` takes the tiles l = me, me + 2, ... of this

@@ -190,14 +190,14 @@ struct MmaTileConfig {
 // so narrower wgmma N does not shorten the per-k16 latency at small M.
 enum class GemmTile : int {
   T64x32 = 0, T64x64, T64x128, T64x256, T128x128, T128x256, T64x128c2, T128x256m2, T128x128m2, T128x128pp,
-  T128x128ppm2, T16x32s, T16x64s, T32x64s, T192x128, kCount
+  T128x128ppm2, T16x32s, T16x64s, T32x64s, T192x128, T256x128, kCount
 };
 
 constexpr bool kStaged = true;  // TileConfig's kTmaStore
 using Cfg64x32 = TileConfig<1, 1, 32, 16>;
-using Cfg64x64 = TileConfig<1, 1, 64, 12, 1, 1, false, 1, kStaged>;
-using Cfg64x128 = TileConfig<1, 1, 128, 8, 1, 1, false, 1, kStaged>;
-using Cfg64x256 = TileConfig<1, 1, 256, 5, 1, 1, false, 1, kStaged>;
+using Cfg64x64 = TileConfig<1, 1, 64, 12>;
+using Cfg64x128 = TileConfig<1, 1, 128, 8>;
+using Cfg64x256 = TileConfig<1, 1, 256, 5>;
 using Cfg128x128 = TileConfig<2, 1, 128, 7, 1, 1, false, 1, kStaged>;
 using Cfg128x256 = TileConfig<2, 1, 256, 4, 1, 1, false, 1, kStaged>;
 using Cfg64x128c2 = TileConfig<1, 1, 128, 4, 2>;
@@ -206,6 +206,7 @@ using Cfg128x128m2 = TileConfig<2, 1, 128, 7, 1, 2>;
 using Cfg128x128pp = TileConfig<2, 1, 128, 7, 1, 1, true>;
 using Cfg128x128ppm2 = TileConfig<2, 1, 128, 7, 1, 2, true>;
 using Cfg192x128 = TileConfig<1, 2, 64, 5, 1, 1, false, 3, kStaged>;
+using Cfg256x128 = TileConfig<2, 1, 128, 4, 1, 1, false, 2, kStaged>;
 using Cfg16x32s = MmaTileConfig<1, 2, 2, 32>;
 using Cfg16x64s = MmaTileConfig<1, 4, 2, 24>;
 using Cfg32x64s = MmaTileConfig<2, 4, 2, 20>;
@@ -226,7 +227,8 @@ inline const char* gemm_tile_name(GemmTile t) {
     case GemmTile::T16x32s: return "16x32s";
     case GemmTile::T16x64s: return "16x64s";
     case GemmTile::T32x64s: return "32x64s";
-    default: return "192x128";
+    case GemmTile::T192x128: return "192x128";
+    default: return "256x128";
   }
 }
 
@@ -249,7 +251,8 @@ decltype(auto) visit_gemm_tile(GemmTile t, F&& f) {
     case GemmTile::T16x32s: return f(Cfg16x32s{});
     case GemmTile::T16x64s: return f(Cfg16x64s{});
     case GemmTile::T32x64s: return f(Cfg32x64s{});
-    default: return f(Cfg192x128{});
+    case GemmTile::T192x128: return f(Cfg192x128{});
+    default: return f(Cfg256x128{});
   }
 }
 
