@@ -265,6 +265,9 @@ sb_status gemm_16bit(const sb_gemm_params& p) {
   kp.n_tiles = int32_t((p.n + bn - 1) / bn);
   kp.k_tiles = int32_t((p.k + kBK - 1) / kBK);
   kp.tiles = int64_t(p.batch) * kp.m_tiles * kp.n_tiles;
+  kp.group_m = kGroupM;
+  if (const char* g = std::getenv("SAMEBITS_GEMM_GROUP_M"); g != nullptr && std::atoi(g) >= 1)
+    kp.group_m = std::atoi(g);  // scheduling only (BITS-FREE): for the raster measurements
   kp.out = p.out;
   kp.out_dtype = p.out_dtype;
   const int osz = p.out_dtype == SB_F32 ? 4 : 2;

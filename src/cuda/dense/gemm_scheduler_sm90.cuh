@@ -8,11 +8,10 @@
 namespace samebits::cuda::dense::sm90 {
 
 // Tile scheduler: tile t -> (batch, m tile, n tile). Inside a batch, groups of
-// kGroupM m tiles are walked n-tile by n-tile, so the CTAs running at one time
-// share A rows and B columns in L2. Tiles here are scheduling units: cluster
-// tiles of kClusterM * BM rows (p.m_tiles counts those). Pure scheduling:
-// BITS-FREE.
-constexpr int kGroupM = 8;
+// p.group_m m tiles are walked n-tile by n-tile, so the CTAs running at one
+// time share A rows and B columns in L2 (the host sets p.group_m, default
+// kGroupM). Tiles here are scheduling units: cluster tiles of kClusterM * BM
+// rows (p.m_tiles counts those). Pure scheduling: BITS-FREE.
 struct TileCoord {
   int bz, mt, nt;
 };
@@ -21,9 +20,9 @@ __device__ __forceinline__ TileCoord tile_coord(const GemmTmaParams& p, int64_t 
   TileCoord c;
   c.bz = int(t / per_batch);
   const int64_t r = t % per_batch;
-  const int64_t span = int64_t(kGroupM) * p.n_tiles;
-  const int first_m = int(r / span) * kGroupM;
-  const int gm = min(p.m_tiles - first_m, kGroupM);
+  const int64_t span = int64_t(p.group_m) * p.n_tiles;
+  const int first_m = int(r / span) * p.group_m;
+  const int gm = min(p.m_tiles - first_m, p.group_m);
   const int64_t w = r % span;
   c.mt = first_m + int(w % gm);
   c.nt = int(w / gm);

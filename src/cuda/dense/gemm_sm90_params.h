@@ -11,6 +11,8 @@
 
 namespace samebits::cuda::dense::sm90 {
 
+constexpr int kGroupM = 8;  // default GemmTmaParams::group_m
+
 struct GemmTmaParams {
   CUtensorMap tma_a;  // A as (k, m, batch), 16-bit, 64 x BM boxes, 128-byte swizzle
   CUtensorMap tma_b;  // B as (k, n, batch) (the (n, k) layout), 64 x (BN / kClusterM) boxes
@@ -20,6 +22,7 @@ struct GemmTmaParams {
   int32_t a_batched, b_batched;  // 1: z coordinate = batch index; 0: broadcast (z = 0)
   int32_t m_tiles, n_tiles, k_tiles;  // m_tiles: of kClusterM * BM rows (scheduling units)
   int64_t tiles;  // batch * m_tiles * n_tiles
+  int32_t group_m;  // the scheduler's group of m tiles (gemm_scheduler_sm90.cuh), >= 1
   // epilogue: out = round(alpha * acc + beta * bias)
   void* out;
   sb_dtype out_dtype;
