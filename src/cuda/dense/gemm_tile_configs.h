@@ -53,8 +53,9 @@ constexpr int kSmemBudget = 232448;  // sm90 opt-in dynamic shared memory per bl
 // drain. Its buffers come out of the stage budget. The values stored are
 // those of the direct epilogue (one function computes both): BITS-FREE.
 template <int kConsumersM_, int kConsumersN_, int WN_, int kMaxStages_, int kCtasPerSm_ = 1, int kClusterM_ = 1,
-          bool kPingPong_ = false, int kFrags_ = 1, bool kTmaStore_ = false>
+          bool kPingPong_ = false, int kFrags_ = 1, bool kTmaStore_ = false, int kExp_ = 0>
 struct TileConfig {
+  static constexpr int kExp = kExp_;  // EXPERIMENT: 1 no wgmma, 2 no loads
   static constexpr bool kMmaSync = false;
   static constexpr bool kPingPong = kPingPong_;
   static constexpr int kConsumersM = kConsumersM_, kConsumersN = kConsumersN_;
@@ -110,6 +111,7 @@ struct TileConfig {
 // compares each forced entry with the default at every M bucket).
 template <int kMBlocks_, int kWarpsN_, int kNB_, int kMaxStages_>
 struct MmaTileConfig {
+  static constexpr int kExp = 0;
   static constexpr bool kMmaSync = true;
   static constexpr bool kPingPong = false;
   static constexpr int kMBlocks = kMBlocks_, kWarpsN = kWarpsN_, kNB = kNB_;
@@ -190,7 +192,7 @@ struct MmaTileConfig {
 // so narrower wgmma N does not shorten the per-k16 latency at small M.
 enum class GemmTile : int {
   T64x32 = 0, T64x64, T64x128, T64x256, T128x128, T128x256, T64x128c2, T128x256m2, T128x128m2, T128x128pp,
-  T128x128ppm2, T16x32s, T16x64s, T32x64s, T192x128, T256x128, kCount
+  T128x128ppm2, T16x32s, T16x64s, T32x64s, T192x128, T256x128, TX1, TX2, kCount
 };
 
 constexpr bool kStaged = true;  // TileConfig's kTmaStore
@@ -207,6 +209,8 @@ using Cfg128x128pp = TileConfig<2, 1, 128, 7, 1, 1, true>;
 using Cfg128x128ppm2 = TileConfig<2, 1, 128, 7, 1, 2, true>;
 using Cfg192x128 = TileConfig<1, 2, 64, 5, 1, 1, false, 3, kStaged>;
 using Cfg256x128 = TileConfig<2, 1, 128, 4, 1, 1, false, 2, kStaged>;
+using CfgX1 = TileConfig<2, 1, 256, 4, 1, 1, false, 1, kStaged, 1>;
+using CfgX2 = TileConfig<2, 1, 256, 4, 1, 1, false, 1, kStaged, 2>;
 using Cfg16x32s = MmaTileConfig<1, 2, 2, 32>;
 using Cfg16x64s = MmaTileConfig<1, 4, 2, 24>;
 using Cfg32x64s = MmaTileConfig<2, 4, 2, 20>;
@@ -228,6 +232,8 @@ inline const char* gemm_tile_name(GemmTile t) {
     case GemmTile::T16x64s: return "16x64s";
     case GemmTile::T32x64s: return "32x64s";
     case GemmTile::T192x128: return "192x128";
+    case GemmTile::TX1: return "x1";
+    case GemmTile::TX2: return "x2";
     default: return "256x128";
   }
 }
@@ -252,6 +258,8 @@ decltype(auto) visit_gemm_tile(GemmTile t, F&& f) {
     case GemmTile::T16x64s: return f(Cfg16x64s{});
     case GemmTile::T32x64s: return f(Cfg32x64s{});
     case GemmTile::T192x128: return f(Cfg192x128{});
+    case GemmTile::TX1: return f(CfgX1{});
+    case GemmTile::TX2: return f(CfgX2{});
     default: return f(Cfg256x128{});
   }
 }
