@@ -89,10 +89,6 @@ __device__ __forceinline__ void produce_tile(const GemmTmaParams& p, const SmemR
     const int s = int(it % Cfg::kStages);
     const uint32_t parity = (it / Cfg::kStages) & 1;
     mbar_wait(&ring.empty[s], parity ^ 1);  // consumers (of every cluster CTA) released stage s
-    if constexpr (Cfg::kExp == 2) {
-      mbar_arrive(&ring.full[s]);
-      continue;
-    }
     mbar_arrive_expect_tx(&ring.full[s], bytes);
     if (a_live) tma_load_3d(ring.a_stage(s), &p.tma_a, &ring.full[s], kb * kBK, mt * Cfg::BM, za);
     if constexpr (Cfg::kClusterM == 1) {
@@ -143,8 +139,7 @@ __device__ __forceinline__ void consume_tile(const GemmTmaParams& p, const SmemR
 #pragma unroll
     for (int j = 0; j < kBK / 16; ++j)  // +32 bytes per k16
 #pragma unroll
-      for (int f = 0; f < F; ++f)
-        if constexpr (Cfg::kExp != 1) Mma::mma(acc[f], da + f * kFragDesc + 2 * j, db + 2 * j);
+      for (int f = 0; f < F; ++f) Mma::mma(acc[f], da + f * kFragDesc + 2 * j, db + 2 * j);
     wgmma_commit();
 #pragma unroll
     for (int f = 0; f < F; ++f) fence_regs(acc[f]);

@@ -53,9 +53,8 @@ constexpr int kSmemBudget = 232448;  // sm90 opt-in dynamic shared memory per bl
 // drain. Its buffers come out of the stage budget. The values stored are
 // those of the direct epilogue (one function computes both): BITS-FREE.
 template <int kConsumersM_, int kConsumersN_, int WN_, int kMaxStages_, int kCtasPerSm_ = 1, int kClusterM_ = 1,
-          bool kPingPong_ = false, int kFrags_ = 1, bool kTmaStore_ = false, int kExp_ = 0>
+          bool kPingPong_ = false, int kFrags_ = 1, bool kTmaStore_ = false>
 struct TileConfig {
-  static constexpr int kExp = kExp_;  // EXPERIMENT: 1 no wgmma, 2 no loads
   static constexpr bool kMmaSync = false;
   static constexpr bool kPingPong = kPingPong_;
   static constexpr int kConsumersM = kConsumersM_, kConsumersN = kConsumersN_;
@@ -111,7 +110,6 @@ struct TileConfig {
 // compares each forced entry with the default at every M bucket).
 template <int kMBlocks_, int kWarpsN_, int kNB_, int kMaxStages_>
 struct MmaTileConfig {
-  static constexpr int kExp = 0;
   static constexpr bool kMmaSync = true;
   static constexpr bool kPingPong = false;
   static constexpr int kMBlocks = kMBlocks_, kWarpsN = kWarpsN_, kNB = kNB_;
@@ -187,12 +185,21 @@ struct MmaTileConfig {
 //   k tile per consumer warp): ~1.5 us per k tile whatever the tile size.
 //   Fixed in mbar_arrive_cluster (gemm_sm90_ptx.cuh); to be re-measured
 //   before any of them is chosen by pick_gemm_tile.
+// Staged epilogue (kStaged) on 128x128, 128x256, 128x256m2 and 192x128, the
+// entries whose CTAs take several tiles (H100, 2026-11-22, kernel times
+// against SAMEBITS_GEMM_EPILOGUE=direct in the same run, L2 flushed):
+// 128x256 at M >= 2048 4-8 % faster (16384 x 4096 x 4096: 766 against 808
+// us); 128x128 with 6 stages staged faster than with 7 direct at every
+// M >= 1024 measured (16384 x 4096 x 4096: 899 against 1019). Not on the
+// one-tile entries 64x64 / 64x128 (0-5 % slower at M = 128: nothing to
+// overlap). Tried: 256x128 (cuBLAS's tile at large M, two stacked m64n128
+// fragments per consumer, staged): 2-3 % slower than 128x256.
 // Tried and dropped (2026-11-21 sweep): 64x32 as 4 consumer warpgroups of
 // m64n8 side by side along N (kConsumersN = 4): 0.6-0.9x the speed of 64x32,
 // so narrower wgmma N does not shorten the per-k16 latency at small M.
 enum class GemmTile : int {
   T64x32 = 0, T64x64, T64x128, T64x256, T128x128, T128x256, T64x128c2, T128x256m2, T128x128m2, T128x128pp,
-  T128x128ppm2, T16x32s, T16x64s, T32x64s, T192x128, T256x128, TX1, TX2, kCount
+  T128x128ppm2, T16x32s, T16x64s, T32x64s, T192x128, kCount
 };
 
 constexpr bool kStaged = true;  // TileConfig's kTmaStore
@@ -208,9 +215,6 @@ using Cfg128x128m2 = TileConfig<2, 1, 128, 7, 1, 2>;
 using Cfg128x128pp = TileConfig<2, 1, 128, 7, 1, 1, true>;
 using Cfg128x128ppm2 = TileConfig<2, 1, 128, 7, 1, 2, true>;
 using Cfg192x128 = TileConfig<1, 2, 64, 5, 1, 1, false, 3, kStaged>;
-using Cfg256x128 = TileConfig<2, 1, 128, 4, 1, 1, false, 2, kStaged>;
-using CfgX1 = TileConfig<2, 1, 256, 4, 1, 1, false, 1, kStaged, 1>;
-using CfgX2 = TileConfig<2, 1, 256, 4, 1, 1, false, 1, kStaged, 2>;
 using Cfg16x32s = MmaTileConfig<1, 2, 2, 32>;
 using Cfg16x64s = MmaTileConfig<1, 4, 2, 24>;
 using Cfg32x64s = MmaTileConfig<2, 4, 2, 20>;
@@ -231,10 +235,7 @@ inline const char* gemm_tile_name(GemmTile t) {
     case GemmTile::T16x32s: return "16x32s";
     case GemmTile::T16x64s: return "16x64s";
     case GemmTile::T32x64s: return "32x64s";
-    case GemmTile::T192x128: return "192x128";
-    case GemmTile::TX1: return "x1";
-    case GemmTile::TX2: return "x2";
-    default: return "256x128";
+    default: return "192x128";
   }
 }
 
@@ -257,10 +258,7 @@ decltype(auto) visit_gemm_tile(GemmTile t, F&& f) {
     case GemmTile::T16x32s: return f(Cfg16x32s{});
     case GemmTile::T16x64s: return f(Cfg16x64s{});
     case GemmTile::T32x64s: return f(Cfg32x64s{});
-    case GemmTile::T192x128: return f(Cfg192x128{});
-    case GemmTile::TX1: return f(CfgX1{});
-    case GemmTile::TX2: return f(CfgX2{});
-    default: return f(Cfg256x128{});
+    default: return f(Cfg192x128{});
   }
 }
 

@@ -1,4 +1,0 @@
-#include "cuda/dense/gemm_kernel_sm90_tma_wgmma.cuh"
-namespace samebits::cuda::dense::sm90 {
-SB_GEMM_SM90_INSTANTIATE(CfgX2, false)
-}

@@ -1,6 +1,0 @@
-// sm90 GEMM, fp16 operands, 256x128 CTA tile, two stacked 64-row fragments per consumer (gemm_tile_configs.h).
-#include "cuda/dense/gemm_kernel_sm90_tma_wgmma.cuh"
-
-namespace samebits::cuda::dense::sm90 {
-SB_GEMM_SM90_INSTANTIATE(Cfg256x128, true)
-}  // namespace samebits::cuda::dense::sm90
