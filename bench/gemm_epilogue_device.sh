@@ -30,6 +30,13 @@ fi
 "${PYENV[@]}" timeout 200 python3 bench/bench_dense.py --gemm-only --out "$OUT/dense_gemm.json" > "$OUT/dense_gemm.log" 2>&1
 sum+=("bench_dense --gemm-only rc=$? $(grep -E 'FAILS' "$OUT/dense_gemm.log" | tail -1)")
 
+for v in new old; do
+  L=$C/libsamebits.so; [ $v = old ] && L=$C/old/libsamebits.so
+  SAMEBITS_LIBRARY=$L PYTHONPATH=python timeout 120 python3 bench/gemm_bits_dump.py dump "$OUT/gemm_bits_$v.json" > "$OUT/gemm_bits_$v.log" 2>&1
+done
+python3 bench/gemm_bits_dump.py compare "$OUT/gemm_bits_old.json" "$OUT/gemm_bits_new.json" > "$OUT/gemm_bits_compare.log" 2>&1
+sum+=("gemm bits vs old library rc=$? $(tail -1 "$OUT/gemm_bits_compare.log")")
+
 MS=${MS:-128,192,256,512,1024,2048,4096,16384}
 SHAPES=${SHAPES:-4096x4096,14336x4096,4096x14336}
 mkdir -p "$OUT/new" "$OUT/old"
