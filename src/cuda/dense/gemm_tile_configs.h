@@ -199,7 +199,7 @@ struct MmaTileConfig {
 // so narrower wgmma N does not shorten the per-k16 latency at small M.
 enum class GemmTile : int {
   T64x32 = 0, T64x64, T64x128, T64x256, T128x128, T128x256, T64x128c2, T128x256m2, T128x128m2, T128x128pp,
-  T128x128ppm2, T16x32s, T16x64s, T32x64s, T192x128, T128x224, kCount
+  T128x128ppm2, T16x32s, T16x64s, T32x64s, T192x128, T128x224, T128x192, kCount
 };
 
 constexpr bool kStaged = true;  // TileConfig's kTmaStore
@@ -216,6 +216,7 @@ using Cfg128x128pp = TileConfig<2, 1, 128, 7, 1, 1, true>;
 using Cfg128x128ppm2 = TileConfig<2, 1, 128, 7, 1, 2, true>;
 using Cfg192x128 = TileConfig<1, 2, 64, 5, 1, 1, false, 3, kStaged>;
 using Cfg128x224 = TileConfig<2, 1, 224, 5>;
+using Cfg128x192 = TileConfig<2, 1, 192, 5, 1, 1, false, 1, kStaged>;
 using Cfg16x32s = MmaTileConfig<1, 2, 2, 32>;
 using Cfg16x64s = MmaTileConfig<1, 4, 2, 24>;
 using Cfg32x64s = MmaTileConfig<2, 4, 2, 20>;
@@ -237,7 +238,8 @@ inline const char* gemm_tile_name(GemmTile t) {
     case GemmTile::T16x64s: return "16x64s";
     case GemmTile::T32x64s: return "32x64s";
     case GemmTile::T192x128: return "192x128";
-    default: return "128x224";
+    case GemmTile::T128x224: return "128x224";
+    default: return "128x192";
   }
 }
 
@@ -261,7 +263,8 @@ decltype(auto) visit_gemm_tile(GemmTile t, F&& f) {
     case GemmTile::T16x64s: return f(Cfg16x64s{});
     case GemmTile::T32x64s: return f(Cfg32x64s{});
     case GemmTile::T192x128: return f(Cfg192x128{});
-    default: return f(Cfg128x224{});
+    case GemmTile::T128x224: return f(Cfg128x224{});
+    default: return f(Cfg128x192{});
   }
 }
 
@@ -273,11 +276,14 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
   const int64_t s = sms;
   // the fraction of the SMs' rounds that `t` tiles fill (t / (ceil(t / s) s))
   auto fill = [&](int64_t t) { return double(t) / double((t + s - 1) / s * s); };
-  // 128x224 where its tiles fill the rounds (>= 0.9) and the alternative's
-  // do not (N = 14336 on 132 SMs: 64 column tiles, 2 m tiles a round)
-  auto w224 = [&](int64_t alt_tiles) {
-    const double f = fill(tiles(128, 224));
-    return f >= 0.9 && f >= fill(alt_tiles) + 0.05;
+  // 128x224 or 128x192 where its tiles fill the rounds (>= 0.9) and
+  // 128x128's do not (by 0.05): N = 14336 on 132 SMs is 64 column tiles of
+  // 224 (2 m tiles a round), N = 4096 22 of 192 (6 m tiles a round).
+  auto wide_tile = [&](GemmTile alt) {
+    const double f128 = fill(tiles(128, 128));
+    if (fill(tiles(128, 224)) >= 0.9 && fill(tiles(128, 224)) >= f128 + 0.05) return GemmTile::T128x224;
+    if (fill(tiles(128, 192)) >= 0.9 && fill(tiles(128, 192)) >= f128 + 0.05) return GemmTile::T128x192;
+    return alt;
   };
   if (m <= 64) {
     // "wide": even one row of 64x128 tiles is >= 0.75 wave (N >= ~12k on 132 SMs)
@@ -305,14 +311,17 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
     if (m <= 192 && 4 * tiles(192, 128) >= 3 * s) return GemmTile::T192x128;
     // 192 < M <= 256: 128-row tiles waste no more rows than 64-row ones, and
     // ping-pong with >= 1 wave of them measured 1.09-1.18x 64x128c2 (H100).
-    if (m > 192 && w224(tiles(128, 128))) return GemmTile::T128x224;
+    // 192 < M <= 256: 128x256 with >= 3.5 waves of it (N = 128256 at M = 200:
+    // 452 us against 651 for 128x128pp, H100), else the wide tiles
+    if (m > 192 && 2 * tiles(128, 256) >= 7 * s) return GemmTile::T128x256;
+    if (m > 192 && wide_tile(GemmTile::kCount) != GemmTile::kCount) return wide_tile(GemmTile::kCount);
     if (m > 192 && tiles(128, 128) >= s) return GemmTile::T128x128pp;
     return tiles(64, 128) > 2 * s ? GemmTile::T64x128c2 : GemmTile::T64x128;
   }
   if (m >= 2048 || 2 * tiles(128, 256) >= 7 * s) return GemmTile::T128x256;  // >= 3.5 waves of 128x256
   // Ping-pong needs two tiles per CTA to overlap anything: >= 1 wave of 128x128
   // (H100 sweep of 2026-11-21, third session: 1.02-1.15x 128x128 there).
-  if (tiles(128, 128) >= s) return w224(tiles(128, 128)) ? GemmTile::T128x224 : GemmTile::T128x128pp;
+  if (tiles(128, 128) >= s) return wide_tile(GemmTile::T128x128pp);
   if (2 * tiles(128, 128) >= s) return GemmTile::T128x128;  // >= 0.5 wave of 128x128
   return GemmTile::T64x128;
 }
