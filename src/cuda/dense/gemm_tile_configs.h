@@ -163,6 +163,11 @@ struct MmaTileConfig {
 //             stacked m64n64 fragments (kFrags = 3), 5 stages of 40 KiB.
 //             Tried with it (H100, not kept): 192x64, 256x128 (4 fragments)
 //             and 128x64f (2 fragments), best at none or only one shape.
+//   T128x192, T128x224  256 < M < 2048 (or 192 < M <= 256) with >= 1 wave of
+//             128x128: of 128x192 (staged, 4 stages), 128x128pp and 128x224
+//             (direct, 5 stages), the least work per SM over whole rounds
+//             (pick_gemm_tile, wide_tile); e.g. N = 14336 at M = 200-512:
+//             64 column tiles of 224; N = 4096 at M = 640-768: 22 of 192.
 //   T64x128c2 2 CTAs per SM (4 stages each): one CTA's epilogue and pipeline
 //             fill overlap the other's mainloop; 128 < M <= 256 with many
 //             column tiles.
@@ -185,7 +190,7 @@ struct MmaTileConfig {
 //   k tile per consumer warp): ~1.5 us per k tile whatever the tile size.
 //   Fixed in mbar_arrive_cluster (gemm_sm90_ptx.cuh); to be re-measured
 //   before any of them is chosen by pick_gemm_tile.
-// Staged epilogue (kStaged) on 128x128, 128x256, 128x256m2 and 192x128, the
+// Staged epilogue (kStaged) on 128x128, 128x192, 128x256, 128x256m2 and 192x128, the
 // entries whose CTAs take several tiles (H100, 2026-11-22, kernel times
 // against SAMEBITS_GEMM_EPILOGUE=direct in the same run, L2 flushed):
 // 128x256 at M >= 2048 4-8 % faster (16384 x 4096 x 4096: 766 against 808
@@ -274,16 +279,20 @@ decltype(auto) visit_gemm_tile(GemmTile t, F&& f) {
 inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
   auto tiles = [&](int bm, int bn) { return batch * ((m + bm - 1) / bm) * ((n + bn - 1) / bn); };
   const int64_t s = sms;
-  // the fraction of the SMs' rounds that `t` tiles fill (t / (ceil(t / s) s))
-  auto fill = [&](int64_t t) { return double(t) / double((t + s - 1) / s * s); };
-  // 128x224 or 128x192 where its tiles fill the rounds (>= 0.9) and
-  // 128x128's do not (by 0.05): N = 14336 on 132 SMs is 64 column tiles of
-  // 224 (2 m tiles a round), N = 4096 22 of 192 (6 m tiles a round).
-  auto wide_tile = [&](GemmTile alt) {
-    const double f128 = fill(tiles(128, 128));
-    if (fill(tiles(128, 224)) >= 0.9 && fill(tiles(128, 224)) >= f128 + 0.05) return GemmTile::T128x224;
-    if (fill(tiles(128, 192)) >= 0.9 && fill(tiles(128, 192)) >= f128 + 0.05) return GemmTile::T128x192;
-    return alt;
+  // 128-row tiles with >= 1 wave of 128x128: of 128x192, 128x128 (ping-pong)
+  // and 128x224, the one whose rounds of `sms` tiles hold the least work per
+  // SM (rounds x tile area); ties in that order. N = 4096 at M = 768: 22
+  // columns of 192 fill one round (6 m tiles) where 128x128 needs two;
+  // N = 14336 at M = 512: 64 columns of 224, two rounds against four.
+  // (H100 2026-11-22: 640 x 4096 x 4096 42.0 us against 56.7 for ping-pong,
+  // 200 x 14336 x 4096 64.8 against 78.1; bench/results/2026-11-22_h100_s7_w192/.)
+  auto wide_tile = [&] {
+    auto work = [&](int bn) { return (tiles(128, bn) + s - 1) / s * (128 * bn); };
+    GemmTile best = GemmTile::T128x192;
+    int64_t w = work(192);
+    if (work(128) < w) best = GemmTile::T128x128pp, w = work(128);
+    if (work(224) < w) best = GemmTile::T128x224;
+    return best;
   };
   if (m <= 64) {
     // "wide": even one row of 64x128 tiles is >= 0.75 wave (N >= ~12k on 132 SMs)
@@ -312,16 +321,15 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
     // 192 < M <= 256: 128-row tiles waste no more rows than 64-row ones, and
     // ping-pong with >= 1 wave of them measured 1.09-1.18x 64x128c2 (H100).
     // 192 < M <= 256: 128x256 with >= 3.5 waves of it (N = 128256 at M = 200:
-    // 452 us against 651 for 128x128pp, H100), else the wide tiles
+    // 452 us against 651 for 128x128pp, H100), else the 128-row tiles
     if (m > 192 && 2 * tiles(128, 256) >= 7 * s) return GemmTile::T128x256;
-    if (m > 192 && wide_tile(GemmTile::kCount) != GemmTile::kCount) return wide_tile(GemmTile::kCount);
-    if (m > 192 && tiles(128, 128) >= s) return GemmTile::T128x128pp;
+    if (m > 192 && tiles(128, 128) >= s) return wide_tile();
     return tiles(64, 128) > 2 * s ? GemmTile::T64x128c2 : GemmTile::T64x128;
   }
   if (m >= 2048 || 2 * tiles(128, 256) >= 7 * s) return GemmTile::T128x256;  // >= 3.5 waves of 128x256
   // Ping-pong needs two tiles per CTA to overlap anything: >= 1 wave of 128x128
   // (H100 sweep of 2026-11-21, third session: 1.02-1.15x 128x128 there).
-  if (tiles(128, 128) >= s) return wide_tile(GemmTile::T128x128pp);
+  if (tiles(128, 128) >= s) return wide_tile();
   if (2 * tiles(128, 128) >= s) return GemmTile::T128x128;  // >= 0.5 wave of 128x128
   return GemmTile::T64x128;
 }
