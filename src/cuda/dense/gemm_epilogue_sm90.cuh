@@ -14,6 +14,7 @@
 #include "cuda/dense/dtype.cuh"
 #include "cuda/dense/gemm_sm90_params.h"
 #include "cuda/dense/gemm_sm90_ptx.cuh"
+#include "cuda/dense/gemm_tile_configs.h"
 
 namespace samebits::cuda::dense::sm90 {
 
@@ -141,9 +142,10 @@ __device__ __forceinline__ void store_tile_staged_typed(const GemmTmaParams& p, 
   const char* bias = bias_base(p, bz);
   const int rw = (t / 32) * 16 + l / 4;  // this thread's first row in the fragment (and rw + 8)
   const int cq = (l % 4) * 2;            // its first column in each 8-column unit
+  static_assert(kEpiBlock == 64 && WN % kEpiBlock == 0, "a block row is one 128-byte swizzle row of 8 units");
 #pragma unroll
-  for (int q = 0; q < WN / 64; ++q, ++chunk) {
-    uint8_t* b = buf + (chunk & 1) * (64 * 64 * 2);
+  for (int q = 0; q < WN / kEpiBlock; ++q, ++chunk) {
+    uint8_t* b = buf + (chunk & 1) * (kEpiBlock * kEpiBlock * 2);
     if (leader) bulk_wait_read<1>();
     named_bar_sync(bar_id, 128);  // buffer b free for every thread of the warpgroup
 #pragma unroll
@@ -163,7 +165,7 @@ __device__ __forceinline__ void store_tile_staged_typed(const GemmTmaParams& p, 
     fence_async_smem();
     named_bar_sync(bar_id, 128);  // block written
     if (leader) {
-      tma_store_3d(&p.tma_c, b, int32_t(col0 + 64 * q), int32_t(row0), bz);
+      tma_store_3d(&p.tma_c, b, int32_t(col0 + kEpiBlock * q), int32_t(row0), bz);
       bulk_commit();
     }
   }

@@ -11,6 +11,11 @@
 // (consumer 0 the even ones of its sequence, consumer 1 the odd ones), each
 // computing the whole tile, so that one's epilogue overlaps the other's
 // mainloop. Their mainloops take turns through order[2] (below).
+// Cfg::kTmaStore (not ping-pong): with p.out_tma, each consumer warpgroup
+// stores its fragments through its two shared-memory buffers and TMA tile
+// stores (store_tile_staged, gemm_epilogue_sm90.cuh; named barrier `wg`
+// orders the warpgroup's buffer writes and reuse) and starts its next tile's
+// k loop while they drain; otherwise straight from the accumulators.
 // The host launcher below also launches the small-M entries' kernel
 // (Cfg::kMmaSync, gemm_kernel_sm90_tma_mma.cuh).
 // Included by the one-configuration .cu files only.
@@ -72,7 +77,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_wgmma
     const int cn = (wg - 1) / Cfg::kConsumersM;  // columns cn*WN .. cn*WN+WN-1
     float acc[F][Cfg::WN / 2];
     const bool staged = Cfg::kTmaStore && p.out_tma;
-    uint8_t* epi_buf = ring.epi + (wg - 1) * 2 * (64 * 64 * 2);  // this warpgroup's two staging buffers
+    uint8_t* epi_buf = ring.epi + (wg - 1) * 2 * Cfg::kEpiBufBytes;  // this warpgroup's two staging buffers
     uint32_t chunk = 0;  // 64-column blocks this warpgroup has staged
     for (int64_t t = first; t < p.tiles; t += stride) {
       const TileCoord c = tile_coord(p, t);

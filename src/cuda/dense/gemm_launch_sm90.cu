@@ -162,7 +162,7 @@ sb_status epilogue_choice(Epilogue* epi) {
                                        "' (known: staged, direct)");
 }
 
-// The output as a TMA store target: (n, m, batch) 16-bit, 64 x 64 boxes,
+// The output as a TMA store target: (n, m, batch) 16-bit, kEpiBlock x kEpiBlock boxes,
 // 128-byte swizzle. False (and no map) where TMA cannot address it: a base
 // or a stride not a multiple of 16 bytes, or the driver refuses the map.
 bool encode_out(CUtensorMap* map, const sb_gemm_params& p) {
@@ -174,7 +174,7 @@ bool encode_out(CUtensorMap* map, const sb_gemm_params& p) {
   if (fn == nullptr) return false;
   const cuuint64_t dims[3] = {cuuint64_t(p.n), cuuint64_t(p.m), cuuint64_t(p.batch)};
   const cuuint64_t strides[2] = {cuuint64_t(rs), cuuint64_t(bs)};
-  const cuuint32_t box[3] = {64, 64, 1};
+  const cuuint32_t box[3] = {cuuint32_t(kEpiBlock), cuuint32_t(kEpiBlock), 1};
   const cuuint32_t estr[3] = {1, 1, 1};
   return fn(map, p.out_dtype == SB_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3,
             p.out, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,

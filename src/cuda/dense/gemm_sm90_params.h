@@ -16,7 +16,7 @@ constexpr int kGroupM = 8;  // default GemmTmaParams::group_m
 struct GemmTmaParams {
   CUtensorMap tma_a;  // A as (k, m, batch), 16-bit, 64 x BM boxes, 128-byte swizzle
   CUtensorMap tma_b;  // B as (k, n, batch) (the (n, k) layout), 64 x (BN / kClusterM) boxes
-  CUtensorMap tma_c;  // out as (n, m, batch), 16-bit, 64 x 64 boxes, 128-byte swizzle; valid when out_tma
+  CUtensorMap tma_c;  // out as (n, m, batch), 16-bit, kEpiBlock x kEpiBlock boxes, 128-byte swizzle; valid when out_tma
   int64_t m, n, k;
   int32_t batch;
   int32_t a_batched, b_batched;  // 1: z coordinate = batch index; 0: broadcast (z = 0)

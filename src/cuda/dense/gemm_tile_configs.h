@@ -24,6 +24,7 @@ namespace samebits::cuda::dense::sm90 {
 
 constexpr int kBK = 64;           // BITS: k tile = the zero-padding unit of K; one 128-byte swizzle row of 16-bit
 constexpr int kSmemBudget = 232448;  // sm90 opt-in dynamic shared memory per block (227 KiB)
+constexpr int kEpiBlock = 64;  // the staged epilogue's block: 64 rows x 64 16-bit columns (one 128-byte swizzle row)
 
 // kConsumersM x kConsumersN consumer warpgroups: consumer c owns output rows
 // (c % kConsumersM) * 64 .. + 63 and columns (c / kConsumersM) * WN .. + WN-1
@@ -73,7 +74,7 @@ struct TileConfig {
   static constexpr int kBBoxBytes = kBBoxRows * kBK * 2;
   static constexpr int kStageBytes = kABytes + kBBytes;
   static constexpr bool kTmaStore = kTmaStore_;
-  static constexpr int kEpiBufBytes = 64 * 64 * 2;  // one staged 64 x 64 block of 16-bit output
+  static constexpr int kEpiBufBytes = kEpiBlock * kEpiBlock * 2;  // one staged block of 16-bit output
   static constexpr int kEpiBytes = kTmaStore ? kConsumers * 2 * kEpiBufBytes : 0;  // two buffers per consumer
   static constexpr int kBudget = kCtasPerSm == 1 ? kSmemBudget : (233472 / kCtasPerSm - 1024);
   static constexpr int kStagesFit = (kBudget - 2048 - kEpiBytes) / kStageBytes;
@@ -91,7 +92,7 @@ struct TileConfig {
   static_assert(kClusterM == 1 || kClusterM == 2, "clusters of 1 or 2 CTAs");
   static_assert(!kPingPong || (kConsumersN == 1 && kCtasPerSm == 1 && kFrags_ == 1), "ping-pong: fragments along M only");
   static_assert(kFrags_ == 1 || kClusterM == 1, "stacked fragments without clusters");
-  static_assert(!kTmaStore || (!kPingPong && WN % 64 == 0), "staged epilogue: 64-column blocks, not ping-pong");
+  static_assert(!kTmaStore || (!kPingPong && WN % kEpiBlock == 0), "staged epilogue: whole blocks, not ping-pong");
   static_assert(kClusterM == 1 || kCtasPerSm == 1, "a cluster entry runs one CTA per SM");
   static_assert(BN % kClusterM == 0 && kBBoxBytes % 1024 == 0,
                 "each multicast slice of B must keep 1024-byte swizzle-atom alignment");
