@@ -18,17 +18,8 @@ OLDENV=(env SAMEBITS_LIBRARY="$C/old/libsamebits.so" PYTHONPATH="$PWD/python")
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv,noheader | tee "$OUT/gpu.txt"
 sha256sum "$C/libsamebits.so" "$C/old/libsamebits.so" | tee "$OUT/lib_sha256.txt"
 
-if [ -n "${FULL:-}" ]; then
-  "${PYENV[@]}" timeout 240 python3 -m pytest tests/python/test_cuda.py -q -p no:cacheprovider > "$OUT/pytest_cuda.log" 2>&1
-  sum+=("pytest test_cuda rc=$? $(tail -1 "$OUT/pytest_cuda.log")")
-  "${PYENV[@]}" timeout 90 python3 -m samebits.cli verify --device cuda --json "$OUT/verify.json" > "$OUT/verify.log" 2>&1
-  sum+=("verify rc=$? $(tail -1 "$OUT/verify.log")")
-else
-  "${PYENV[@]}" timeout 200 python3 -m pytest tests/python/test_cuda.py -q -p no:cacheprovider -k gemm > "$OUT/pytest_gemm.log" 2>&1
-  sum+=("pytest test_cuda -k gemm rc=$? $(tail -1 "$OUT/pytest_gemm.log")")
-fi
-"${PYENV[@]}" timeout 200 python3 bench/bench_dense.py --gemm-only --out "$OUT/dense_gemm.json" > "$OUT/dense_gemm.log" 2>&1
-sum+=("bench_dense --gemm-only rc=$? $(grep -E 'FAILS' "$OUT/dense_gemm.log" | tail -1)")
+source bench/gemm_device_checks.sh
+gemm_python_checks  # FULL=1: every CUDA test and verify; bench_dense's GEMM checks
 
 for v in new old; do
   L=$C/libsamebits.so; [ $v = old ] && L=$C/old/libsamebits.so

@@ -18,19 +18,8 @@ sha256sum "$C/libsamebits.so" | tee "$OUT/lib_sha256.txt"
 LD_LIBRARY_PATH=$C timeout 120 "$C/experiment_mma_sync_vs_wgmma" > "$OUT/experiment.log" 2>&1
 sum+=("experiment rc=$? $(grep -E '^total|ALL EQUAL|^DIFF|latency' "$OUT/experiment.log" | tr '\n' ' ')")
 
-# FULL=1: every CUDA test of the Python layer and `samebits verify`, not only the GEMM's
-if [ -n "${FULL:-}" ]; then
-  "${PYENV[@]}" timeout 240 python3 -m pytest tests/python/test_cuda.py -q -p no:cacheprovider > "$OUT/pytest_cuda.log" 2>&1
-  sum+=("pytest test_cuda rc=$? $(tail -1 "$OUT/pytest_cuda.log")")
-  "${PYENV[@]}" timeout 90 python3 -m samebits.cli verify --device cuda --json "$OUT/verify.json" > "$OUT/verify.log" 2>&1
-  sum+=("verify rc=$? $(tail -1 "$OUT/verify.log")")
-else
-  "${PYENV[@]}" timeout 200 python3 -m pytest tests/python/test_cuda.py -q -p no:cacheprovider -k gemm > "$OUT/pytest_gemm.log" 2>&1
-  sum+=("pytest test_cuda -k gemm rc=$? $(tail -1 "$OUT/pytest_gemm.log")")
-fi
-
-"${PYENV[@]}" timeout 150 python3 bench/bench_dense.py --gemm-only --out "$OUT/dense_gemm.json" > "$OUT/dense_gemm.log" 2>&1
-sum+=("bench_dense --gemm-only rc=$? $(grep -E 'FAILS' "$OUT/dense_gemm.log" | tail -1)")
+source bench/gemm_device_checks.sh
+gemm_python_checks  # FULL=1: every CUDA test and verify; bench_dense's GEMM checks
 
 "${PYENV[@]}" timeout ${PROFILE_TIMEOUT:-200} python3 bench/profile_kernels.py --only gemm --reps 5 --out "$OUT" \
   --gemm-tiles "${TILES:-64x32,64x64,64x128,64x256,16x32s,16x64s,32x64s}" --gemm-ms "${MS:-1,8,16,32,64,96,128,192,256}" \

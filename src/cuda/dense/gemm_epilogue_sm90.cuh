@@ -26,16 +26,24 @@ __device__ __forceinline__ float load_bias(const void* bias, sb_dtype dt, int64_
   }
 }
 
+// Two 16-bit values as one 32-bit word, the lower column first.
+template <class TO>
+__device__ __forceinline__ uint32_t pack_pair(float v0, float v1) {
+  if constexpr (std::is_same_v<TO, __half>) {
+    const __half2 h = __halves2half2(__float2half_rn(v0), __float2half_rn(v1));
+    return *reinterpret_cast<const uint32_t*>(&h);
+  } else {
+    const __nv_bfloat162 h = __halves2bfloat162(__float2bfloat16_rn(v0), __float2bfloat16_rn(v1));
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+}
+
 template <class TO>
 __device__ __forceinline__ void store_pair(TO* dst, float v0, float v1) {
-  if constexpr (std::is_same_v<TO, float>) {
+  if constexpr (std::is_same_v<TO, float>)
     *reinterpret_cast<float2*>(dst) = make_float2(v0, v1);
-  } else if constexpr (std::is_same_v<TO, __half>) {
-    *reinterpret_cast<__half2*>(dst) = __halves2half2(__float2half_rn(v0), __float2half_rn(v1));
-  } else {
-    *reinterpret_cast<__nv_bfloat162*>(dst) =
-        __halves2bfloat162(__float2bfloat16_rn(v0), __float2bfloat16_rn(v1));
-  }
+  else
+    *reinterpret_cast<uint32_t*>(dst) = pack_pair<TO>(v0, v1);
 }
 
 // The bias of batch bz as a byte pointer (nullptr: none).
@@ -111,18 +119,6 @@ __device__ __forceinline__ void store_tile(const GemmTmaParams& p, const float (
 }
 
 // ---- the staged epilogue (TileConfig::kTmaStore; p.out_tma) ----------------
-// Two 16-bit values as one 32-bit word, the lower column first.
-template <class TO>
-__device__ __forceinline__ uint32_t pack_pair(float v0, float v1) {
-  if constexpr (std::is_same_v<TO, __half>) {
-    const __half2 h = __halves2half2(__float2half_rn(v0), __float2half_rn(v1));
-    return *reinterpret_cast<const uint32_t*>(&h);
-  } else {
-    const __nv_bfloat162 h = __halves2bfloat162(__float2bfloat16_rn(v0), __float2bfloat16_rn(v1));
-    return *reinterpret_cast<const uint32_t*>(&h);
-  }
-}
-
 // A consumer warpgroup's m64 x WN fragment (rows row0 .., columns col0 ..)
 // stored through shared memory: for each block of 64 columns, every thread
 // writes its values (the direct epilogue's, epilogue_value) as 16-bit pairs

@@ -52,20 +52,28 @@ bool tma_readable(const Operand& o) {
          (o.batches == 1 || o.batch_stride % 8 == 0) && o.row_stride > 0;
 }
 
-// Box = 64 k x box_rows rows x 1 batch, 128-byte swizzle, zero fill outside.
-sb_status encode(CUtensorMap* map, const Operand& o, sb_dtype dt, int box_rows) {
+// `o` as a 3-D tensor map (x = k, y = row, z = batch) of box_k x box_rows x 1
+// boxes, 128-byte swizzle, zero fill outside.
+CUresult encode_map(CUtensorMap* map, const Operand& o, sb_dtype dt, int box_k, int box_rows,
+                    CUtensorMapL2promotion promotion) {
   auto fn = samebits::cuda::tensor_map_encode_fn();
-  if (fn == nullptr) return fail(SB_CUDA_ERROR, "gemm: cuTensorMapEncodeTiled is not available from the driver");
+  if (fn == nullptr) return CUDA_ERROR_NOT_FOUND;
   const cuuint64_t dims[3] = {cuuint64_t(o.k > 0 ? o.k : 1), cuuint64_t(o.rows), cuuint64_t(o.batches)};
   const int64_t rs = o.row_stride * 2;
   const int64_t bs = o.batches > 1 ? o.batch_stride * 2 : rs * o.rows;
   const cuuint64_t strides[2] = {cuuint64_t(rs), cuuint64_t(bs)};
-  const cuuint32_t box[3] = {cuuint32_t(kBK), cuuint32_t(box_rows), 1};
+  const cuuint32_t box[3] = {cuuint32_t(box_k), cuuint32_t(box_rows), 1};
   const cuuint32_t estr[3] = {1, 1, 1};
-  CUresult r = fn(map, dt == SB_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3,
-                  const_cast<void*>(o.ptr), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                  CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-                  CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return fn(map, dt == SB_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3,
+            const_cast<void*>(o.ptr), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+            CU_TENSOR_MAP_SWIZZLE_128B, promotion, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+}
+
+// An operand's load map: boxes of 64 k x box_rows rows.
+sb_status encode(CUtensorMap* map, const Operand& o, sb_dtype dt, int box_rows) {
+  if (samebits::cuda::tensor_map_encode_fn() == nullptr)
+    return fail(SB_CUDA_ERROR, "gemm: cuTensorMapEncodeTiled is not available from the driver");
+  const CUresult r = encode_map(map, o, dt, kBK, box_rows, CU_TENSOR_MAP_L2_PROMOTION_L2_256B);
   if (r != CUDA_SUCCESS) return fail(SB_CUDA_ERROR, "gemm: cuTensorMapEncodeTiled failed (" + std::to_string(int(r)) + ")");
   return SB_OK;
 }
@@ -162,23 +170,15 @@ sb_status epilogue_choice(Epilogue* epi) {
                                        "' (known: staged, direct)");
 }
 
-// The output as a TMA store target: (n, m, batch) 16-bit, kEpiBlock x kEpiBlock boxes,
-// 128-byte swizzle. False (and no map) where TMA cannot address it: a base
-// or a stride not a multiple of 16 bytes, or the driver refuses the map.
+// The output as a TMA store target: (m rows, n columns, batch) seen as an
+// operand, kEpiBlock x kEpiBlock boxes. False (and no map) where TMA cannot
+// address it (not 16-bit, a base or a stride not a multiple of 16 bytes) or
+// the driver refuses the map.
 bool encode_out(CUtensorMap* map, const sb_gemm_params& p) {
   if (p.out_dtype != SB_BF16 && p.out_dtype != SB_F16) return false;
-  const int64_t rs = p.out_row_stride * 2, bs = p.batch > 1 ? p.out_batch_stride * 2 : rs * p.m;
-  if ((reinterpret_cast<uintptr_t>(p.out) & 15) != 0 || rs % 16 != 0 || bs % 16 != 0 || rs <= 0 || bs <= 0)
-    return false;
-  auto fn = samebits::cuda::tensor_map_encode_fn();
-  if (fn == nullptr) return false;
-  const cuuint64_t dims[3] = {cuuint64_t(p.n), cuuint64_t(p.m), cuuint64_t(p.batch)};
-  const cuuint64_t strides[2] = {cuuint64_t(rs), cuuint64_t(bs)};
-  const cuuint32_t box[3] = {cuuint32_t(kEpiBlock), cuuint32_t(kEpiBlock), 1};
-  const cuuint32_t estr[3] = {1, 1, 1};
-  return fn(map, p.out_dtype == SB_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3,
-            p.out, dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-            CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+  const Operand o{p.out, p.m, p.n, p.out_row_stride, p.out_batch_stride, p.batch};
+  return tma_readable(o) &&
+         encode_map(map, o, p.out_dtype, kEpiBlock, kEpiBlock, CU_TENSOR_MAP_L2_PROMOTION_NONE) == CUDA_SUCCESS;
 }
 
 template <bool kF16>
@@ -265,9 +265,9 @@ sb_status gemm_16bit(const sb_gemm_params& p) {
   kp.n_tiles = int32_t((p.n + bn - 1) / bn);
   kp.k_tiles = int32_t((p.k + kBK - 1) / kBK);
   kp.tiles = int64_t(p.batch) * kp.m_tiles * kp.n_tiles;
-  kp.group_m = kGroupM;
-  if (const char* g = std::getenv("SAMEBITS_GEMM_GROUP_M"); g != nullptr && std::atoi(g) >= 1)
-    kp.group_m = std::atoi(g);  // scheduling only (BITS-FREE): for the raster measurements
+  const char* group_env = std::getenv("SAMEBITS_GEMM_GROUP_M");  // scheduling only (BITS-FREE): raster measurements
+  const int group_m = group_env != nullptr ? std::atoi(group_env) : 0;
+  kp.group_m = group_m >= 1 ? group_m : kGroupM;
   kp.out = p.out;
   kp.out_dtype = p.out_dtype;
   const int osz = p.out_dtype == SB_F32 ? 4 : 2;
