@@ -56,12 +56,27 @@ __device__ __forceinline__ const char* bias_base(const GemmTmaParams& p, int bz)
 // THE epilogue value of output element (r, c) < (m, n) from its f32
 // accumulator, before the rounding to the output dtype: alpha * acc, plus
 // beta * bias, each product and the sum rounded. Both epilogues (direct and
-// staged) call this one function, so they store the same bits.
+// staged) call this one function, so they store the same bits. kBias: the
+// element takes a bias term (the call has a bias and (r, c) is inside the
+// output); without it the value is alpha * acc alone, and the caller's
+// branch on the bias is made once per tile, not once per element.
+template <bool kBias>
 __device__ __forceinline__ float epilogue_value(const GemmTmaParams& p, const char* bias, float acc, int64_t r,
                                                 int64_t c) {
   float x = __fmul_rn(p.alpha, acc);
-  if (bias != nullptr) x = __fadd_rn(x, __fmul_rn(p.beta, load_bias(bias, p.bias_dtype, r * p.bias_row_stride + c)));
+  if constexpr (kBias) x = __fadd_rn(x, __fmul_rn(p.beta, load_bias(bias, p.bias_dtype, r * p.bias_row_stride + c)));
   return x;
+}
+
+// epilogue_value of an element that may lie outside the output (r >= m or
+// c >= n: no bias term, the value is not stored).
+template <bool kBias>
+__device__ __forceinline__ float epilogue_value_edge(const GemmTmaParams& p, const char* bias, float acc, int64_t r,
+                                                     int64_t c) {
+  if constexpr (kBias) {
+    if (r < p.m && c < p.n) return epilogue_value<true>(p, bias, acc, r, c);
+  }
+  return epilogue_value<false>(p, nullptr, acc, r, c);
 }
 
 // One warp's 16 rows of an m16 x BN fragment, the layout that wgmma m64nNk16
@@ -69,11 +84,25 @@ __device__ __forceinline__ float epilogue_value(const GemmTmaParams& p, const ch
 // accumulators give side by side: lane l holds rows r_base = row0 + l/4
 // (registers 4j, 4j+1) and r_base + 8 (4j+2, 4j+3), columns
 // c_base + 8j = col0 + 2(l%4) + 8j and + 1.
-template <class TO, int BN>
-__device__ __forceinline__ void store_warp_rows_typed(const GemmTmaParams& p, const float (&acc)[BN / 2], int bz,
-                                                      int64_t r_base, int64_t c_base) {
-  TO* out = static_cast<TO*>(p.out) + int64_t(bz) * p.out_batch_stride;
-  const char* bias = bias_base(p, bz);
+template <class TO, int BN, bool kBias>
+__device__ __forceinline__ void store_warp_rows_body(const GemmTmaParams& p, const float (&acc)[BN / 2], TO* out,
+                                                     const char* bias, int64_t r_base, int64_t c_base) {
+  // every element of this thread inside the output, pairs storable: no per-element test
+  const bool interior = r_base + 8 < p.m && c_base + (BN - 8) + 1 < p.n && p.out_pairs;
+  if (interior) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int64_t r = r_base + 8 * h;
+      TO* orow = out + r * p.out_row_stride;
+#pragma unroll
+      for (int j = 0; j < BN / 8; ++j) {
+        const int64_t c = c_base + 8 * j;
+        store_pair<TO>(orow + c, epilogue_value<kBias>(p, bias, acc[4 * j + 2 * h], r, c),
+                       epilogue_value<kBias>(p, bias, acc[4 * j + 2 * h + 1], r, c + 1));
+      }
+    }
+    return;
+  }
 #pragma unroll
   for (int h = 0; h < 2; ++h) {
     const int64_t r = r_base + 8 * h;
@@ -85,8 +114,7 @@ __device__ __forceinline__ void store_warp_rows_typed(const GemmTmaParams& p, co
       if (c >= p.n) continue;
       float v[2];
 #pragma unroll
-      for (int e = 0; e < 2; ++e)
-        v[e] = epilogue_value(p, c + e < p.n ? bias : nullptr, acc[4 * j + 2 * h + e], r, c + e);
+      for (int e = 0; e < 2; ++e) v[e] = epilogue_value_edge<kBias>(p, bias, acc[4 * j + 2 * h + e], r, c + e);
       if (p.out_pairs && c + 1 < p.n) {
         store_pair<TO>(orow + c, v[0], v[1]);
       } else {
@@ -95,6 +123,17 @@ __device__ __forceinline__ void store_warp_rows_typed(const GemmTmaParams& p, co
       }
     }
   }
+}
+
+template <class TO, int BN>
+__device__ __forceinline__ void store_warp_rows_typed(const GemmTmaParams& p, const float (&acc)[BN / 2], int bz,
+                                                      int64_t r_base, int64_t c_base) {
+  TO* out = static_cast<TO*>(p.out) + int64_t(bz) * p.out_batch_stride;
+  const char* bias = bias_base(p, bz);
+  if (bias == nullptr)
+    store_warp_rows_body<TO, BN, false>(p, acc, out, nullptr, r_base, c_base);
+  else
+    store_warp_rows_body<TO, BN, true>(p, acc, out, bias, r_base, c_base);
 }
 
 // One warp's m16 x BN fragment whose first row is row0 and first column col0.
@@ -129,13 +168,12 @@ __device__ __forceinline__ void store_tile(const GemmTmaParams& p, const float (
 // rewritten, thread 0 waits until the store that read it two blocks ago has
 // done reading (its group is at most the second newest). `bar_id` is the
 // warpgroup's named barrier; `chunk` counts this warpgroup's blocks.
-template <class TO, int WN>
-__device__ __forceinline__ void store_tile_staged_typed(const GemmTmaParams& p, const float (&acc)[WN / 2], int bz,
-                                                        int64_t row0, int64_t col0, uint8_t* buf, int bar_id,
-                                                        uint32_t& chunk) {
+template <class TO, int WN, bool kBias>
+__device__ __forceinline__ void store_tile_staged_body(const GemmTmaParams& p, const float (&acc)[WN / 2], int bz,
+                                                       const char* bias, int64_t row0, int64_t col0, uint8_t* buf,
+                                                       int bar_id, uint32_t& chunk) {
   const int t = threadIdx.x % 128, l = t % 32;
   const bool leader = t == 0;
-  const char* bias = bias_base(p, bz);
   const int rw = (t / 32) * 16 + l / 4;  // this thread's first row in the fragment (and rw + 8)
   const int cq = (l % 4) * 2;            // its first column in each 8-column unit
   static_assert(kEpiBlock == 64 && WN % kEpiBlock == 0, "a block row is one 128-byte swizzle row of 8 units");
@@ -151,9 +189,8 @@ __device__ __forceinline__ void store_tile_staged_typed(const GemmTmaParams& p, 
       for (int h = 0; h < 2; ++h) {
         const int r = rw + 8 * h;
         const int64_t gr = row0 + r, gc = col0 + 8 * j + cq;
-        const bool live = gr < p.m;
-        const float v0 = epilogue_value(p, live && gc < p.n ? bias : nullptr, acc[4 * j + 2 * h], gr, gc);
-        const float v1 = epilogue_value(p, live && gc + 1 < p.n ? bias : nullptr, acc[4 * j + 2 * h + 1], gr, gc + 1);
+        const float v0 = epilogue_value_edge<kBias>(p, bias, acc[4 * j + 2 * h], gr, gc);
+        const float v1 = epilogue_value_edge<kBias>(p, bias, acc[4 * j + 2 * h + 1], gr, gc + 1);
         const uint32_t off = uint32_t(r * 128 + ((u ^ (r & 7)) << 4) + cq * 2);
         asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(smem_addr(b + off)), "r"(pack_pair<TO>(v0, v1)) : "memory");
       }
@@ -165,6 +202,17 @@ __device__ __forceinline__ void store_tile_staged_typed(const GemmTmaParams& p, 
       bulk_commit();
     }
   }
+}
+
+template <class TO, int WN>
+__device__ __forceinline__ void store_tile_staged_typed(const GemmTmaParams& p, const float (&acc)[WN / 2], int bz,
+                                                        int64_t row0, int64_t col0, uint8_t* buf, int bar_id,
+                                                        uint32_t& chunk) {
+  const char* bias = bias_base(p, bz);
+  if (bias == nullptr)
+    store_tile_staged_body<TO, WN, false>(p, acc, bz, nullptr, row0, col0, buf, bar_id, chunk);
+  else
+    store_tile_staged_body<TO, WN, true>(p, acc, bz, bias, row0, col0, buf, bar_id, chunk);
 }
 
 template <int WN>
