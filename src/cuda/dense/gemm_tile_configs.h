@@ -156,7 +156,7 @@ struct MmaTileConfig {
 //             measured within a few % and stays forced only.
 //   T128x128  64 < M <= 128 with N >= ~12k; 256 < M < 2048 otherwise:
 //             enough CTAs for 132 SMs, 2 consumer warpgroups share B.
-//   T128x256  M >= 2048, or M > 256 with >= 3.5 waves of it: highest operand
+//   T128x256  M >= 2048, or >= 3.5 waves of it, or the wide-tile rule below: highest operand
 //             reuse from shared memory (the tensor-core-bound shape), 4
 //             stages, setmaxnreg 40/232.
 //   T192x128  128 < M <= 192 with >= 0.75 wave of 128-column tiles (N >= ~12k):
@@ -164,11 +164,15 @@ struct MmaTileConfig {
 //             stacked m64n64 fragments (kFrags = 3), 5 stages of 40 KiB.
 //             Tried with it (H100, not kept): 192x64, 256x128 (4 fragments)
 //             and 128x64f (2 fragments), best at none or only one shape.
-//   T128x192, T128x224  256 < M < 2048 (or 192 < M <= 256) with >= 1 wave of
-//             128x128: of 128x192 (staged, 4 stages), 128x128pp and 128x224
-//             (direct, 5 stages), the least work per SM over whole rounds
-//             (pick_gemm_tile, wide_tile); e.g. N = 14336 at M = 200-512:
-//             64 column tiles of 224; N = 4096 at M = 640-768: 22 of 192.
+//   T128x192  192 < M < 2048 with >= 1 wave of 128x128: of 128x256, 128x192
+//             and 128x128 (all staged), the least work per SM over whole
+//             rounds, a narrower tile only if it saves > 3 % (pick_gemm_tile,
+//             wide_tile); e.g. N = 4096 at M = 640-768 and 1280-1536: 22
+//             column tiles of 192.
+//   T128x224  (forced only since the eighth session: was chosen by the
+//             wide-tile rule, N = 14336 at M = 200-1024; the staged 128x192 /
+//             128x256 are faster there since the epilogue's branch moved out
+//             of the element loop.)
 //   T64x128c2 2 CTAs per SM (4 stages each): one CTA's epilogue and pipeline
 //             fill overlap the other's mainloop; 128 < M <= 256 with many
 //             column tiles.
@@ -181,9 +185,9 @@ struct MmaTileConfig {
 //             other warpgroup's mainloop; T128x128ppm2 the same in 2-CTA
 //             clusters with B multicast (L2 -> SM bytes per flop of 128x256).
 //   Measured on an H100 (2026-11-21, bench/results/2026-11-21_h100_s3_gemm_v2):
-//   T128x128pp is chosen for 256 < M < 2048 with >= 1 wave of 128x128 tiles
-//   and no 3.5 waves of 128x256 (1.02-1.15x T128x128 there; slower below one
-//   wave, where a CTA has one tile and one consumer idles). The three cluster
+//   T128x128pp was chosen for 256 < M < 2048 with >= 1 wave of 128x128 tiles
+//   (1.02-1.15x T128x128 then); forced only since the eighth session, when
+//   the staged entries became faster at every M of the sweep. The three cluster
 //   entries measured 0.1-0.5x cuBLAS, far below their unclustered twins, so
 //   they stay forced only. Cause (found in the SASS, branch gemm3): the
 //   consumers' remote empty-barrier arrive was a cluster-scope release,
@@ -280,19 +284,23 @@ decltype(auto) visit_gemm_tile(GemmTile t, F&& f) {
 inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
   auto tiles = [&](int bm, int bn) { return batch * ((m + bm - 1) / bm) * ((n + bn - 1) / bn); };
   const int64_t s = sms;
-  // 128-row tiles with >= 1 wave of 128x128: of 128x192, 128x128 (ping-pong)
-  // and 128x224, the one whose rounds of `sms` tiles hold the least work per
-  // SM (rounds x tile area); ties in that order. N = 4096 at M = 768: 22
-  // columns of 192 fill one round (6 m tiles) where 128x128 needs two;
-  // N = 14336 at M = 512: 64 columns of 224, two rounds against four.
-  // (H100 2026-11-22: 640 x 4096 x 4096 42.0 us against 56.7 for ping-pong,
-  // 200 x 14336 x 4096 64.8 against 78.1; bench/results/2026-11-22_h100_s7_w192/.)
+  // 128-row tiles with >= 1 wave of 128x128: of the staged entries 128x256,
+  // 128x192 and 128x128, the one whose rounds of `sms` tiles hold the least
+  // work per SM (rounds x tile area); a narrower tile is taken only when it
+  // saves more than 3 % of that work (a wider tile reads fewer operand bytes
+  // per flop). N = 4096 at M = 768: 22 columns of 192 fill one round (6 m
+  // tiles) where 128x128 needs two; at M = 1024 one round of 128x256.
+  // (H100 2026-11-22, eighth session, after the epilogue's per-tile branch
+  // was hoisted: 1024 x 4096 x 4096 45.8 us against 59.6 for ping-pong,
+  // 1024 x 4096 x 14336 150.9 against 183.0; ping-pong and 128x224, the
+  // choices before, are now slower than one of the three at every M of the
+  // sweep; bench/results/2026-11-22_h100_s8_*.)
   auto wide_tile = [&] {
     auto work = [&](int bn) { return (tiles(128, bn) + s - 1) / s * (128 * bn); };
-    GemmTile best = GemmTile::T128x192;
-    int64_t w = work(192);
-    if (work(128) < w) best = GemmTile::T128x128pp, w = work(128);
-    if (work(224) < w) best = GemmTile::T128x224;
+    GemmTile best = GemmTile::T128x256;
+    int64_t w = work(256);
+    if (100 * work(192) < 97 * w) best = GemmTile::T128x192, w = work(192);
+    if (100 * work(128) < 97 * w) best = GemmTile::T128x128;
     return best;
   };
   if (m <= 64) {
@@ -319,17 +327,13 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
     // 0.91-0.96x cuBLAS against 0.72-0.91x for 64x128c2;
     // bench/results/2026-11-21_h100_s6_gemm_frags/).
     if (m <= 192 && 4 * tiles(192, 128) >= 3 * s) return GemmTile::T192x128;
-    // 192 < M <= 256: 128-row tiles waste no more rows than 64-row ones, and
-    // ping-pong with >= 1 wave of them measured 1.09-1.18x 64x128c2 (H100).
-    // 192 < M <= 256: 128x256 with >= 3.5 waves of it (N = 128256 at M = 200:
-    // 452 us against 651 for 128x128pp, H100), else the 128-row tiles
-    if (m > 192 && 2 * tiles(128, 256) >= 7 * s) return GemmTile::T128x256;
+    // 192 < M <= 256: 128-row tiles waste no more rows than 64-row ones;
+    // with >= 1 wave of them, the wide-tile rule (N = 128256 at M = 200:
+    // 128x256, 452 us against 651 for 128x128pp, H100)
     if (m > 192 && tiles(128, 128) >= s) return wide_tile();
     return tiles(64, 128) > 2 * s ? GemmTile::T64x128c2 : GemmTile::T64x128;
   }
   if (m >= 2048 || 2 * tiles(128, 256) >= 7 * s) return GemmTile::T128x256;  // >= 3.5 waves of 128x256
-  // Ping-pong needs two tiles per CTA to overlap anything: >= 1 wave of 128x128
-  // (H100 sweep of 2026-11-21, third session: 1.02-1.15x 128x128 there).
   if (tiles(128, 128) >= s) return wide_tile();
   if (2 * tiles(128, 128) >= s) return GemmTile::T128x128;  // >= 0.5 wave of 128x128
   return GemmTile::T64x128;
