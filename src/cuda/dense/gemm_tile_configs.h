@@ -156,7 +156,7 @@ struct MmaTileConfig {
 //             measured within a few % and stays forced only.
 //   T128x128  64 < M <= 128 with N >= ~12k; 256 < M < 2048 otherwise:
 //             enough CTAs for 132 SMs, 2 consumer warpgroups share B.
-//   T128x256  M >= 2048, or >= 3.5 waves of it, or the wide-tile rule below: highest operand
+//   T128x256  M >= 2048, or the wide-tile rule below: highest operand
 //             reuse from shared memory (the tensor-core-bound shape), 4
 //             stages, setmaxnreg 40/232.
 //   T192x128  128 < M <= 192 with >= 0.75 wave of 128-column tiles (N >= ~12k):
@@ -166,9 +166,9 @@ struct MmaTileConfig {
 //             and 128x64f (2 fragments), best at none or only one shape.
 //   T128x192  192 < M < 2048 with >= 1 wave of 128x128: of 128x256, 128x192
 //             and 128x128 (all staged), the least work per SM over whole
-//             rounds, a narrower tile only if it saves > 3 % (pick_gemm_tile,
-//             wide_tile); e.g. N = 4096 at M = 640-768 and 1280-1536: 22
-//             column tiles of 192.
+//             rounds, weighted by the tile's load bytes per flop
+//             (pick_gemm_tile, wide_tile); e.g. N = 4096 at M = 640-768 and
+//             1280-1536: 22 column tiles of 192.
 //   T128x224  (forced only since the eighth session: was chosen by the
 //             wide-tile rule, N = 14336 at M = 200-1024; the staged 128x192 /
 //             128x256 are faster there since the epilogue's branch moved out
@@ -285,22 +285,24 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
   auto tiles = [&](int bm, int bn) { return batch * ((m + bm - 1) / bm) * ((n + bn - 1) / bn); };
   const int64_t s = sms;
   // 128-row tiles with >= 1 wave of 128x128: of the staged entries 128x256,
-  // 128x192 and 128x128, the one whose rounds of `sms` tiles hold the least
-  // work per SM (rounds x tile area); a narrower tile is taken only when it
-  // saves more than 3 % of that work (a wider tile reads fewer operand bytes
-  // per flop). N = 4096 at M = 768: 22 columns of 192 fill one round (6 m
-  // tiles) where 128x128 needs two; at M = 1024 one round of 128x256.
-  // (H100 2026-11-22, eighth session, after the epilogue's per-tile branch
-  // was hoisted: 1024 x 4096 x 4096 45.8 us against 59.6 for ping-pong,
-  // 1024 x 4096 x 14336 150.9 against 183.0; ping-pong and 128x224, the
-  // choices before, are now slower than one of the three at every M of the
-  // sweep; bench/results/2026-11-22_h100_s8_*.)
+  // 128x192 and 128x128, the one with the least cost = rounds of `sms`
+  // tiles x tile area x a factor for the L2 -> shared-memory bytes per flop
+  // of the tile (1.00, 1.03, 1.12: 48, 53 and 64 bytes per 2048 MACs; a
+  // narrower tile is the load-bound one); ties to the wider tile. N = 4096
+  // at M = 768: 22 columns of 192 fill one round (6 m tiles) where 128x128
+  // needs two; at M = 1024 one round of 128x256; N = 14336 at M = 1024-1536:
+  // 128x192. (H100 2026-11-22, eighth session, after the epilogue's
+  // per-tile branch was hoisted: 1024 x 4096 x 4096 45.8 us against 59.6 for
+  // ping-pong, 1024 x 4096 x 14336 150.9 against 183.0, 1536 x 14336 x 4096
+  // 237.6 (128x192) against 261.2 (128x256) and 276.3 (128x128); ping-pong and
+  // 128x224, the choices before, are slower than one of the three at every
+  // M of the sweep; bench/results/2026-11-22_h100_s8_{sweep,m2}/.)
   auto wide_tile = [&] {
-    auto work = [&](int bn) { return (tiles(128, bn) + s - 1) / s * (128 * bn); };
+    auto cost = [&](int bn, int pct) { return (tiles(128, bn) + s - 1) / s * (128 * bn) * pct; };
     GemmTile best = GemmTile::T128x256;
-    int64_t w = work(256);
-    if (100 * work(192) < 97 * w) best = GemmTile::T128x192, w = work(192);
-    if (100 * work(128) < 97 * w) best = GemmTile::T128x128;
+    int64_t c = cost(256, 100);
+    if (cost(192, 103) < c) best = GemmTile::T128x192, c = cost(192, 103);
+    if (cost(128, 112) < c) best = GemmTile::T128x128;
     return best;
   };
   if (m <= 64) {
@@ -333,7 +335,7 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
     if (m > 192 && tiles(128, 128) >= s) return wide_tile();
     return tiles(64, 128) > 2 * s ? GemmTile::T64x128c2 : GemmTile::T64x128;
   }
-  if (m >= 2048 || 2 * tiles(128, 256) >= 7 * s) return GemmTile::T128x256;  // >= 3.5 waves of 128x256
+  if (m >= 2048) return GemmTile::T128x256;
   if (tiles(128, 128) >= s) return wide_tile();
   if (2 * tiles(128, 128) >= s) return GemmTile::T128x128;  // >= 0.5 wave of 128x128
   return GemmTile::T64x128;
