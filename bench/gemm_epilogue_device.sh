@@ -5,7 +5,8 @@
 # "@direct" bitwise equal to the default), and L2-flushed kernel times of the
 # default entry staged and direct ("@direct") and of forced entries, beside
 # cuBLAS; then the same cases with the previous library (CARRY/old) for the
-# stage counts the buffers took. CARRY holds libsamebits.so and
+# stage counts the buffers took. PROFILE_ARGS go to both profiles (e.g.
+# --gemm-bias: the cases with a bias). CARRY holds libsamebits.so and
 # old/libsamebits.so. Logs in $OUT/gemm_epi.tgz, summary printed.
 set -uo pipefail
 C=$PWD/${CARRY:-.carry/epi}
@@ -33,9 +34,9 @@ SHAPES=${SHAPES:-4096x4096,14336x4096,4096x14336}
 mkdir -p "$OUT/new" "$OUT/old"
 "${PYENV[@]}" timeout ${PROFILE_TIMEOUT:-200} python3 bench/profile_kernels.py --only gemm --reps 5 --out "$OUT/new" \
   --gemm-tiles "${TILES:-@direct,128x128,128x128@direct,192x128,192x128@direct}" --gemm-ms "$MS" \
-  --gemm-shapes "$SHAPES" > "$OUT/new/profile_gemm.log" 2>&1
+  --gemm-shapes "$SHAPES" ${PROFILE_ARGS:-} > "$OUT/new/profile_gemm.log" 2>&1
 sum+=("profile new rc=$?")
 "${OLDENV[@]}" timeout ${PROFILE_TIMEOUT:-200} python3 bench/profile_kernels.py --only gemm --reps 5 --out "$OUT/old" \
-  --gemm-tiles "${OLD_TILES:-128x128,192x128}" --gemm-ms "$MS" --gemm-shapes "$SHAPES" > "$OUT/old/profile_gemm.log" 2>&1
+  --gemm-tiles "${OLD_TILES:-128x128,192x128}" --gemm-ms "$MS" --gemm-shapes "$SHAPES" ${PROFILE_ARGS:-} > "$OUT/old/profile_gemm.log" 2>&1
 sum+=("profile old rc=$?")
 if [ -n "${EXTRA:-}" ]; then bash -c "$EXTRA" > "$OUT/extra.log" 2>&1; sum+=("extra rc=$?"); fi

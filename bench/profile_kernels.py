@@ -10,7 +10,7 @@ bf16) at a few M; the names show, e.g., whether cuBLAS splits K; and (--only
 bwd, eager) the attention backward of samebits and SDPA cuDNN, d128 bf16.
 
 usage: python bench/profile_kernels.py --out DIR [--reps 5] [--only decode|gemm|bwd]
-           [--gemm-tiles 128x256,128x256m2] [--gemm-ms 2048,16384] [--gemm-shapes 4096x4096]
+           [--gemm-tiles 128x256,128x256m2] [--gemm-ms 2048,16384] [--gemm-shapes 4096x4096] [--gemm-bias]
 Writes DIR/profile_kernels.json (per case: median duration of each kernel,
 the summed kernel time, and the span from the first kernel's start to the
 last one's end) and prints a table.
@@ -99,16 +99,20 @@ def forced(tile, fn):
     return call
 
 
-def gemm_cases(shapes=((4096, 4096), (14336, 4096)), ms=(1, 16, 64, 256, 2048, 16384), tiles=()):
+def gemm_cases(shapes=((4096, 4096), (14336, 4096)), ms=(1, 16, 64, 256, 2048, 16384), tiles=(), bias=False):
+    """bias: y = x W^T + b (a bf16 bias of N), the case names end in "+bias"."""
     for N, K in shapes:
         w = torch.randn(N, K, dtype=torch.bfloat16, device="cuda") / K ** 0.5
+        b = torch.randn(N, dtype=torch.bfloat16, device="cuda") if bias else None
+        tag = "+bias" if bias else ""
         for M in ms:
             x = torch.randn(M, K, dtype=torch.bfloat16, device="cuda")
             flops = 2 * M * N * K
-            yield f"gemm {M}x{N}x{K} samebits", flops, (lambda x=x, w=w: samebits.dense.linear(x, w))
+            yield f"gemm {M}x{N}x{K}{tag} samebits", flops, (lambda x=x, w=w: samebits.dense.linear(x, w, b))
             for t in tiles:
-                yield f"gemm {M}x{N}x{K} samebits[{t}]", flops, forced(t, lambda x=x, w=w: samebits.dense.linear(x, w))
-            yield f"gemm {M}x{N}x{K} cublas", flops, (lambda x=x, w=w: F.linear(x, w))
+                yield (f"gemm {M}x{N}x{K}{tag} samebits[{t}]", flops,
+                       forced(t, lambda x=x, w=w: samebits.dense.linear(x, w, b)))
+            yield f"gemm {M}x{N}x{K}{tag} cublas", flops, (lambda x=x, w=w: F.linear(x, w, b))
 
 
 def profile_case(fn, flush, reps, out_path, warm=False):
@@ -153,6 +157,7 @@ def main():
     ap.add_argument("--gemm-tiles", default="", help="comma-separated tile entries to profile forced, beside the default")
     ap.add_argument("--gemm-ms", default="1,16,64,256,2048,16384", help="comma-separated M of the GEMM cases")
     ap.add_argument("--gemm-shapes", default="4096x4096,14336x4096", help="comma-separated NxK of the GEMM cases")
+    ap.add_argument("--gemm-bias", action="store_true", help="GEMM cases with a bias (y = x W^T + b)")
     args = ap.parse_args()
     torch.manual_seed(0)
     samebits.set_value_checks(False)
@@ -166,7 +171,7 @@ def main():
     if args.only in (None, "gemm"):
         gens.append(gemm_cases(shapes=[tuple(int(v) for v in sh.split("x")) for sh in args.gemm_shapes.split(",") if sh],
                                ms=[int(v) for v in args.gemm_ms.split(",") if v],
-                               tiles=[t for t in args.gemm_tiles.split(",") if t]))
+                               tiles=[t for t in args.gemm_tiles.split(",") if t], bias=args.gemm_bias))
     rows = []
     tmp = os.path.join(args.out, "_trace.json")
     for gen in gens:

@@ -18,12 +18,35 @@
 
 namespace samebits::cuda::dense::sm90 {
 
-__device__ __forceinline__ float load_bias(const void* bias, sb_dtype dt, int64_t idx) {
-  switch (dt) {
-    case SB_F32: return static_cast<const float*>(bias)[idx];
-    case SB_F16: return __half2float(static_cast<const __half*>(bias)[idx]);
-    default: return __bfloat162float(static_cast<const __nv_bfloat16*>(bias)[idx]);
-  }
+// Bias element idx as an f32 (exact for every bias dtype). TB is the bias
+// dtype; the kernels branch on p.bias_dtype once per tile (with_bias_type).
+template <class TB>
+__device__ __forceinline__ float load_bias(const char* bias, int64_t idx) {
+  if constexpr (std::is_same_v<TB, float>)
+    return reinterpret_cast<const float*>(bias)[idx];
+  else if constexpr (std::is_same_v<TB, __half>)
+    return __half2float(reinterpret_cast<const __half*>(bias)[idx]);
+  else
+    return __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(bias)[idx]);
+}
+
+template <class T>
+struct TypeTag {
+  using type = T;
+};
+
+// Calls f(TypeTag<TB>{}) with TB = void (no bias) or the bias dtype: one
+// branch per tile, none per element.
+template <class F>
+__device__ __forceinline__ void with_bias_type(const GemmTmaParams& p, const char* bias, F&& f) {
+  if (bias == nullptr)
+    f(TypeTag<void>{});
+  else if (p.bias_dtype == SB_F32)
+    f(TypeTag<float>{});
+  else if (p.bias_dtype == SB_F16)
+    f(TypeTag<__half>{});
+  else
+    f(TypeTag<__nv_bfloat16>{});
 }
 
 // Two 16-bit values as one 32-bit word, the lower column first.
@@ -56,35 +79,30 @@ __device__ __forceinline__ const char* bias_base(const GemmTmaParams& p, int bz)
 // THE epilogue value of output element (r, c) < (m, n) from its f32
 // accumulator, before the rounding to the output dtype: alpha * acc, plus
 // beta * bias, each product and the sum rounded. Both epilogues (direct and
-// staged) call this one function, so they store the same bits. kBias: the
-// element takes a bias term (the call has a bias and (r, c) is inside the
-// output); without it the value is alpha * acc alone, and the caller's
-// branch on the bias is made once per tile, not once per element.
-template <bool kBias>
+// staged) call this one function, so they store the same bits. TB: the bias
+// dtype, or void when the call has no bias (the value is alpha * acc
+// alone); the callers choose TB once per tile, not once per element.
+template <class TB>
 __device__ __forceinline__ float epilogue_value(const GemmTmaParams& p, const char* bias, float acc, int64_t r,
                                                 int64_t c) {
   float x = __fmul_rn(p.alpha, acc);
-  if constexpr (kBias) x = __fadd_rn(x, __fmul_rn(p.beta, load_bias(bias, p.bias_dtype, r * p.bias_row_stride + c)));
+  if constexpr (!std::is_void_v<TB>)
+    x = __fadd_rn(x, __fmul_rn(p.beta, load_bias<TB>(bias, r * p.bias_row_stride + c)));
   return x;
 }
 
 // epilogue_value of an element that may lie outside the output (r >= m or
 // c >= n: no bias term, the value is not stored).
-template <bool kBias>
+template <class TB>
 __device__ __forceinline__ float epilogue_value_edge(const GemmTmaParams& p, const char* bias, float acc, int64_t r,
                                                      int64_t c) {
-  if constexpr (kBias) {
-    if (r < p.m && c < p.n) return epilogue_value<true>(p, bias, acc, r, c);
+  if constexpr (!std::is_void_v<TB>) {
+    if (r < p.m && c < p.n) return epilogue_value<TB>(p, bias, acc, r, c);
   }
-  return epilogue_value<false>(p, nullptr, acc, r, c);
+  return epilogue_value<void>(p, nullptr, acc, r, c);
 }
 
-// One warp's 16 rows of an m16 x BN fragment, the layout that wgmma m64nNk16
-// (fp32 D) gives each of its warps and that BN / 8 mma.sync.m16n8k16
-// accumulators give side by side: lane l holds rows r_base = row0 + l/4
-// (registers 4j, 4j+1) and r_base + 8 (4j+2, 4j+3), columns
-// c_base + 8j = col0 + 2(l%4) + 8j and + 1.
-template <class TO, int BN, bool kBias>
+template <class TO, int BN, class TB>
 __device__ __forceinline__ void store_warp_rows_body(const GemmTmaParams& p, const float (&acc)[BN / 2], TO* out,
                                                      const char* bias, int64_t r_base, int64_t c_base) {
   // every element of this thread inside the output, pairs storable: no per-element test
@@ -97,8 +115,8 @@ __device__ __forceinline__ void store_warp_rows_body(const GemmTmaParams& p, con
 #pragma unroll
       for (int j = 0; j < BN / 8; ++j) {
         const int64_t c = c_base + 8 * j;
-        store_pair<TO>(orow + c, epilogue_value<kBias>(p, bias, acc[4 * j + 2 * h], r, c),
-                       epilogue_value<kBias>(p, bias, acc[4 * j + 2 * h + 1], r, c + 1));
+        store_pair<TO>(orow + c, epilogue_value<TB>(p, bias, acc[4 * j + 2 * h], r, c),
+                       epilogue_value<TB>(p, bias, acc[4 * j + 2 * h + 1], r, c + 1));
       }
     }
     return;
@@ -114,7 +132,7 @@ __device__ __forceinline__ void store_warp_rows_body(const GemmTmaParams& p, con
       if (c >= p.n) continue;
       float v[2];
 #pragma unroll
-      for (int e = 0; e < 2; ++e) v[e] = epilogue_value_edge<kBias>(p, bias, acc[4 * j + 2 * h + e], r, c + e);
+      for (int e = 0; e < 2; ++e) v[e] = epilogue_value_edge<TB>(p, bias, acc[4 * j + 2 * h + e], r, c + e);
       if (p.out_pairs && c + 1 < p.n) {
         store_pair<TO>(orow + c, v[0], v[1]);
       } else {
@@ -130,10 +148,9 @@ __device__ __forceinline__ void store_warp_rows_typed(const GemmTmaParams& p, co
                                                       int64_t r_base, int64_t c_base) {
   TO* out = static_cast<TO*>(p.out) + int64_t(bz) * p.out_batch_stride;
   const char* bias = bias_base(p, bz);
-  if (bias == nullptr)
-    store_warp_rows_body<TO, BN, false>(p, acc, out, nullptr, r_base, c_base);
-  else
-    store_warp_rows_body<TO, BN, true>(p, acc, out, bias, r_base, c_base);
+  with_bias_type(p, bias, [&](auto tag) {
+    store_warp_rows_body<TO, BN, typename decltype(tag)::type>(p, acc, out, bias, r_base, c_base);
+  });
 }
 
 // One warp's m16 x BN fragment whose first row is row0 and first column col0.
@@ -168,7 +185,7 @@ __device__ __forceinline__ void store_tile(const GemmTmaParams& p, const float (
 // rewritten, thread 0 waits until the store that read it two blocks ago has
 // done reading (its group is at most the second newest). `bar_id` is the
 // warpgroup's named barrier; `chunk` counts this warpgroup's blocks.
-template <class TO, int WN, bool kBias>
+template <class TO, int WN, class TB>
 __device__ __forceinline__ void store_tile_staged_body(const GemmTmaParams& p, const float (&acc)[WN / 2], int bz,
                                                        const char* bias, int64_t row0, int64_t col0, uint8_t* buf,
                                                        int bar_id, uint32_t& chunk) {
@@ -182,6 +199,8 @@ __device__ __forceinline__ void store_tile_staged_body(const GemmTmaParams& p, c
     uint8_t* b = buf + (chunk & 1) * (kEpiBlock * kEpiBlock * 2);
     if (leader) bulk_wait_read<1>();
     named_bar_sync(bar_id, 128);  // buffer b free for every thread of the warpgroup
+    // the whole 64 x 64 block inside the output: no per-element test
+    const bool interior = row0 + 64 <= p.m && col0 + kEpiBlock * (q + 1) <= p.n;
 #pragma unroll
     for (int u = 0; u < 8; ++u) {  // 8-column unit of the block = 16-byte unit of the row
       const int j = q * 8 + u;     // 8-column group of the fragment (acc registers 4j .. 4j + 3)
@@ -189,8 +208,10 @@ __device__ __forceinline__ void store_tile_staged_body(const GemmTmaParams& p, c
       for (int h = 0; h < 2; ++h) {
         const int r = rw + 8 * h;
         const int64_t gr = row0 + r, gc = col0 + 8 * j + cq;
-        const float v0 = epilogue_value_edge<kBias>(p, bias, acc[4 * j + 2 * h], gr, gc);
-        const float v1 = epilogue_value_edge<kBias>(p, bias, acc[4 * j + 2 * h + 1], gr, gc + 1);
+        const float a0 = acc[4 * j + 2 * h], a1 = acc[4 * j + 2 * h + 1];
+        const float v0 = interior ? epilogue_value<TB>(p, bias, a0, gr, gc) : epilogue_value_edge<TB>(p, bias, a0, gr, gc);
+        const float v1 =
+            interior ? epilogue_value<TB>(p, bias, a1, gr, gc + 1) : epilogue_value_edge<TB>(p, bias, a1, gr, gc + 1);
         const uint32_t off = uint32_t(r * 128 + ((u ^ (r & 7)) << 4) + cq * 2);
         asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(smem_addr(b + off)), "r"(pack_pair<TO>(v0, v1)) : "memory");
       }
@@ -209,10 +230,9 @@ __device__ __forceinline__ void store_tile_staged_typed(const GemmTmaParams& p, 
                                                         int64_t row0, int64_t col0, uint8_t* buf, int bar_id,
                                                         uint32_t& chunk) {
   const char* bias = bias_base(p, bz);
-  if (bias == nullptr)
-    store_tile_staged_body<TO, WN, false>(p, acc, bz, nullptr, row0, col0, buf, bar_id, chunk);
-  else
-    store_tile_staged_body<TO, WN, true>(p, acc, bz, bias, row0, col0, buf, bar_id, chunk);
+  with_bias_type(p, bias, [&](auto tag) {
+    store_tile_staged_body<TO, WN, typename decltype(tag)::type>(p, acc, bz, bias, row0, col0, buf, bar_id, chunk);
+  });
 }
 
 template <int WN>
