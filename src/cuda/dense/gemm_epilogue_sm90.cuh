@@ -22,12 +22,14 @@ namespace samebits::cuda::dense::sm90 {
 // dtype; the kernels branch on p.bias_dtype once per tile (with_bias_type).
 template <class TB>
 __device__ __forceinline__ float load_bias(const char* bias, int64_t idx) {
+  // read-only for the whole kernel (ld.global.nc): the compiler may issue
+  // these loads ahead of the output stores
   if constexpr (std::is_same_v<TB, float>)
-    return reinterpret_cast<const float*>(bias)[idx];
+    return __ldg(reinterpret_cast<const float*>(bias) + idx);
   else if constexpr (std::is_same_v<TB, __half>)
-    return __half2float(reinterpret_cast<const __half*>(bias)[idx]);
+    return __half2float(__ldg(reinterpret_cast<const __half*>(bias) + idx));
   else
-    return __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(bias)[idx]);
+    return __bfloat162float(__ldg(reinterpret_cast<const __nv_bfloat16*>(bias) + idx));
 }
 
 template <class T>
@@ -108,15 +110,23 @@ __device__ __forceinline__ void store_warp_rows_body(const GemmTmaParams& p, con
   // every element of this thread inside the output, pairs storable: no per-element test
   const bool interior = r_base + 8 < p.m && c_base + (BN - 8) + 1 < p.n && p.out_pairs;
   if (interior) {
+    constexpr int kGroup = BN / 8 < 8 ? BN / 8 : 8;  // column groups whose values are computed before their stores
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int64_t r = r_base + 8 * h;
       TO* orow = out + r * p.out_row_stride;
 #pragma unroll
-      for (int j = 0; j < BN / 8; ++j) {
-        const int64_t c = c_base + 8 * j;
-        store_pair<TO>(orow + c, epilogue_value<TB>(p, bias, acc[4 * j + 2 * h], r, c),
-                       epilogue_value<TB>(p, bias, acc[4 * j + 2 * h + 1], r, c + 1));
+      for (int j0 = 0; j0 < BN / 8; j0 += kGroup) {
+        float v[kGroup][2];
+#pragma unroll
+        for (int g = 0; g < kGroup; ++g) {
+          const int j = j0 + g;
+          const int64_t c = c_base + 8 * j;
+          v[g][0] = epilogue_value<TB>(p, bias, acc[4 * j + 2 * h], r, c);
+          v[g][1] = epilogue_value<TB>(p, bias, acc[4 * j + 2 * h + 1], r, c + 1);
+        }
+#pragma unroll
+        for (int g = 0; g < kGroup; ++g) store_pair<TO>(orow + c_base + 8 * (j0 + g), v[g][0], v[g][1]);
       }
     }
     return;
@@ -197,25 +207,34 @@ __device__ __forceinline__ void store_tile_staged_body(const GemmTmaParams& p, c
 #pragma unroll
   for (int q = 0; q < WN / kEpiBlock; ++q, ++chunk) {
     uint8_t* b = buf + (chunk & 1) * (kEpiBlock * kEpiBlock * 2);
-    if (leader) bulk_wait_read<1>();
-    named_bar_sync(bar_id, 128);  // buffer b free for every thread of the warpgroup
+    // the block's values first (its bias loads all in flight together, and
+    // ahead of the wait for the buffer), then the shared-memory stores
     // the whole 64 x 64 block inside the output: no per-element test
     const bool interior = row0 + 64 <= p.m && col0 + kEpiBlock * (q + 1) <= p.n;
+    uint32_t packed[8][2];
 #pragma unroll
     for (int u = 0; u < 8; ++u) {  // 8-column unit of the block = 16-byte unit of the row
       const int j = q * 8 + u;     // 8-column group of the fragment (acc registers 4j .. 4j + 3)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int r = rw + 8 * h;
-        const int64_t gr = row0 + r, gc = col0 + 8 * j + cq;
+        const int64_t gr = row0 + rw + 8 * h, gc = col0 + 8 * j + cq;
         const float a0 = acc[4 * j + 2 * h], a1 = acc[4 * j + 2 * h + 1];
         const float v0 = interior ? epilogue_value<TB>(p, bias, a0, gr, gc) : epilogue_value_edge<TB>(p, bias, a0, gr, gc);
         const float v1 =
             interior ? epilogue_value<TB>(p, bias, a1, gr, gc + 1) : epilogue_value_edge<TB>(p, bias, a1, gr, gc + 1);
-        const uint32_t off = uint32_t(r * 128 + ((u ^ (r & 7)) << 4) + cq * 2);
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(smem_addr(b + off)), "r"(pack_pair<TO>(v0, v1)) : "memory");
+        packed[u][h] = pack_pair<TO>(v0, v1);
       }
     }
+    if (leader) bulk_wait_read<1>();
+    named_bar_sync(bar_id, 128);  // buffer b free for every thread of the warpgroup
+#pragma unroll
+    for (int u = 0; u < 8; ++u)
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = rw + 8 * h;
+        const uint32_t off = uint32_t(r * 128 + ((u ^ (r & 7)) << 4) + cq * 2);
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(smem_addr(b + off)), "r"(packed[u][h]) : "memory");
+      }
     fence_async_smem();
     named_bar_sync(bar_id, 128);  // block written
     if (leader) {
