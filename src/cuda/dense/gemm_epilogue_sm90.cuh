@@ -110,7 +110,13 @@ __device__ __forceinline__ void store_warp_rows_body(const GemmTmaParams& p, con
   // every element of this thread inside the output, pairs storable: no per-element test
   const bool interior = r_base + 8 < p.m && c_base + (BN - 8) + 1 < p.n && p.out_pairs;
   if (interior) {
-    constexpr int kGroup = BN / 8 < 8 ? BN / 8 : 8;  // column groups whose values are computed before their stores
+    // column groups whose values are computed before their stores: the
+    // largest divisor of BN / 8 up to 8 (BN = 224: 7), so no group runs past
+    // the fragment
+    constexpr int kGroup = (BN / 8) % 8 == 0 ? 8 : (BN / 8) % 7 == 0 ? 7 : (BN / 8) % 6 == 0 ? 6
+                         : (BN / 8) % 5 == 0 ? 5 : (BN / 8) % 4 == 0 ? 4 : (BN / 8) % 3 == 0 ? 3
+                         : (BN / 8) % 2 == 0 ? 2 : 1;
+    static_assert((BN / 8) % kGroup == 0, "whole groups of 8-column units");
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int64_t r = r_base + 8 * h;
@@ -212,19 +218,27 @@ __device__ __forceinline__ void store_tile_staged_body(const GemmTmaParams& p, c
     // the whole 64 x 64 block inside the output: no per-element test
     const bool interior = row0 + 64 <= p.m && col0 + kEpiBlock * (q + 1) <= p.n;
     uint32_t packed[8][2];
+    // one straight-line loop per case (no branch between the loads)
+    auto values = [&](auto interior_tag) {
 #pragma unroll
-    for (int u = 0; u < 8; ++u) {  // 8-column unit of the block = 16-byte unit of the row
-      const int j = q * 8 + u;     // 8-column group of the fragment (acc registers 4j .. 4j + 3)
+      for (int u = 0; u < 8; ++u) {  // 8-column unit of the block = 16-byte unit of the row
+        const int j = q * 8 + u;     // 8-column group of the fragment (acc registers 4j .. 4j + 3)
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const int64_t gr = row0 + rw + 8 * h, gc = col0 + 8 * j + cq;
-        const float a0 = acc[4 * j + 2 * h], a1 = acc[4 * j + 2 * h + 1];
-        const float v0 = interior ? epilogue_value<TB>(p, bias, a0, gr, gc) : epilogue_value_edge<TB>(p, bias, a0, gr, gc);
-        const float v1 =
-            interior ? epilogue_value<TB>(p, bias, a1, gr, gc + 1) : epilogue_value_edge<TB>(p, bias, a1, gr, gc + 1);
-        packed[u][h] = pack_pair<TO>(v0, v1);
+        for (int h = 0; h < 2; ++h) {
+          const int64_t gr = row0 + rw + 8 * h, gc = col0 + 8 * j + cq;
+          const float a0 = acc[4 * j + 2 * h], a1 = acc[4 * j + 2 * h + 1];
+          if constexpr (decltype(interior_tag)::value)
+            packed[u][h] = pack_pair<TO>(epilogue_value<TB>(p, bias, a0, gr, gc), epilogue_value<TB>(p, bias, a1, gr, gc + 1));
+          else
+            packed[u][h] = pack_pair<TO>(epilogue_value_edge<TB>(p, bias, a0, gr, gc),
+                                         epilogue_value_edge<TB>(p, bias, a1, gr, gc + 1));
+        }
       }
-    }
+    };
+    if (interior)
+      values(std::true_type{});
+    else
+      values(std::false_type{});
     if (leader) bulk_wait_read<1>();
     named_bar_sync(bar_id, 128);  // buffer b free for every thread of the warpgroup
 #pragma unroll
