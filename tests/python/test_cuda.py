@@ -232,6 +232,36 @@ def test_gemm_staged_epilogue_equals_direct(tile, monkeypatch):
         assert not torch.equal(y2, ref[1]) and torch.equal(y2[:3], ref[1][:3])
 
 
+# The epilogue instantiates one element loop per bias dtype (chosen once per
+# tile): a bias of another dtype holding the same values gives the same bits,
+# on a staged entry, a direct one (64x128, 128x224) and the default, with
+# the 2-D bias of addmm too. Negative control: one changed bias element
+# changes that column only.
+@pytest.mark.parametrize("tile", ["128x256", "128x224", "64x128", ""])
+def test_gemm_bias_dtypes_give_the_same_bits(tile, monkeypatch):
+    from samebits import dense as D
+
+    g = torch.Generator().manual_seed(11)
+    if tile:
+        monkeypatch.setenv("SAMEBITS_GEMM_TILE", tile)
+    x = torch.randn(300, 512, generator=g).to(torch.bfloat16).cuda()
+    w = (torch.randn(520, 512, generator=g) / 16).to(torch.bfloat16).cuda()
+    b16 = (torch.randint(-64, 64, (520,), generator=g).float() / 8).to(torch.bfloat16).cuda()  # exact in f16 too
+    ref = D.linear(x, w, b16)
+    for other in (torch.float32, torch.float16):
+        assert torch.equal(D.linear(x, w, b16.to(other)), ref), (tile, other)
+    b2 = (torch.randint(-64, 64, (300, 520), generator=g).float() / 8).to(torch.bfloat16).cuda()
+    ref2 = D.addmm(b2, x, w.t())
+    assert torch.equal(D.addmm(b2.float(), x, w.t()), ref2), tile
+    b_changed = b16.clone()
+    b_changed[5] += 1.0
+    y = D.linear(x, w, b_changed)
+    assert not torch.equal(y[:, 5], ref[:, 5])
+    keep = torch.ones(520, dtype=torch.bool, device="cuda")
+    keep[5] = False
+    assert torch.equal(y[:, keep], ref[:, keep])
+
+
 def test_gemm_staged_epilogue_refused_where_it_cannot_run(monkeypatch):
     from samebits import dense as D
 
