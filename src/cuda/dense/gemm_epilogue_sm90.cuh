@@ -104,19 +104,22 @@ __device__ __forceinline__ float epilogue_value_edge(const GemmTmaParams& p, con
   return epilogue_value<void>(p, nullptr, acc, r, c);
 }
 
+// The largest divisor of n that is at most cap.
+constexpr int largest_divisor_upto(int n, int cap) {
+  for (int d = cap; d > 1; --d)
+    if (n % d == 0) return d;
+  return 1;
+}
+
 template <class TO, int BN, class TB>
 __device__ __forceinline__ void store_warp_rows_body(const GemmTmaParams& p, const float (&acc)[BN / 2], TO* out,
                                                      const char* bias, int64_t r_base, int64_t c_base) {
   // every element of this thread inside the output, pairs storable: no per-element test
   const bool interior = r_base + 8 < p.m && c_base + (BN - 8) + 1 < p.n && p.out_pairs;
   if (interior) {
-    // column groups whose values are computed before their stores: the
-    // largest divisor of BN / 8 up to 8 (BN = 224: 7), so no group runs past
-    // the fragment
-    constexpr int kGroup = (BN / 8) % 8 == 0 ? 8 : (BN / 8) % 7 == 0 ? 7 : (BN / 8) % 6 == 0 ? 6
-                         : (BN / 8) % 5 == 0 ? 5 : (BN / 8) % 4 == 0 ? 4 : (BN / 8) % 3 == 0 ? 3
-                         : (BN / 8) % 2 == 0 ? 2 : 1;
-    static_assert((BN / 8) % kGroup == 0, "whole groups of 8-column units");
+    // column groups whose values are computed before their stores, dividing
+    // the fragment's BN / 8 units (BN = 224: 7) so that no group runs past it
+    constexpr int kGroup = largest_divisor_upto(BN / 8, 8);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int64_t r = r_base + 8 * h;
@@ -213,12 +216,13 @@ __device__ __forceinline__ void store_tile_staged_body(const GemmTmaParams& p, c
 #pragma unroll
   for (int q = 0; q < WN / kEpiBlock; ++q, ++chunk) {
     uint8_t* b = buf + (chunk & 1) * (kEpiBlock * kEpiBlock * 2);
-    // the block's values first (its bias loads all in flight together, and
-    // ahead of the wait for the buffer), then the shared-memory stores
-    // the whole 64 x 64 block inside the output: no per-element test
-    const bool interior = row0 + 64 <= p.m && col0 + kEpiBlock * (q + 1) <= p.n;
+    // The block's values first (its bias loads all in flight together, and
+    // ahead of the wait for the buffer), then the shared-memory stores.
+    // Interior: the whole 64 x 64 block inside the output, no per-element
+    // test (without a bias no element has one); one straight-line loop per
+    // case, no branch between the loads.
+    const bool interior = std::is_void_v<TB> || (row0 + 64 <= p.m && col0 + kEpiBlock * (q + 1) <= p.n);
     uint32_t packed[8][2];
-    // one straight-line loop per case (no branch between the loads)
     auto values = [&](auto interior_tag) {
 #pragma unroll
       for (int u = 0; u < 8; ++u) {  // 8-column unit of the block = 16-byte unit of the row

@@ -154,8 +154,9 @@ struct MmaTileConfig {
 //   T16x64s   M <= 16 with N >= ~12k, 16 < M <= 32 with N < ~12k: 4 warps,
 //             22 stages of 10 KiB. T32x64s (32 rows, 2 m16 blocks a warp)
 //             measured within a few % and stays forced only.
-//   T128x128  64 < M <= 128 with N >= ~12k; 256 < M < 2048 otherwise:
-//             enough CTAs for 132 SMs, 2 consumer warpgroups share B.
+//   T128x128  64 < M <= 128 with N >= ~12k; 256 < M < 2048 with 0.5-1
+//             wave of it, or the wide-tile rule: enough CTAs for 132 SMs,
+//             2 consumer warpgroups share B.
 //   T128x256  M >= 2048, or the wide-tile rule below: highest operand
 //             reuse from shared memory (the tensor-core-bound shape), 4
 //             stages, setmaxnreg 40/232.
