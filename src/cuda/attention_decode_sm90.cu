@@ -107,6 +107,18 @@ int decode_variant(const sb_attention_params& p, int tiles_per_seq, int splits) 
   return std::atoi(env) == kDecodeTwoPerSmHeadMajor ? kDecodeTwoPerSmHeadMajor : kDecodeMain;
 }
 
+// The consumer of pass 1 (FREE: both compute the forward's bits). A wave
+// whose packed rows per (sequence, KV head) fit 16 (decode at a head group
+// <= 16, a few query rows of a smaller group) runs the mma.sync consumer
+// (DecodeConfig::kMma), which computes only those 16 rows; larger waves
+// the wgmma consumer of a 64-row tile. SAMEBITS_DECODE_MMA=0 forces the
+// wgmma consumer (read on every call).
+bool decode_mma(int q_count, int head_group) {
+  if (q_count * head_group > 16) return false;
+  const char* env = std::getenv("SAMEBITS_DECODE_MMA");
+  return env == nullptr || env[0] == '\0' || std::strcmp(env, "0") != 0;
+}
+
 template <int D, bool kBf16>
 sb_status launch_waves(const sb_attention_params& p, AttentionDecodeParams& kp, void* workspace,
                        size_t bytes, cudaStream_t stream) {
@@ -146,7 +158,8 @@ sb_status launch_waves(const sb_attention_params& p, AttentionDecodeParams& kp, 
                                      kp.max_splits);
   // One split per row at most (cache capacity <= one split): pass 1 writes
   // the output itself and no combine is launched (decode_direct_out).
-  kp.direct_out = kp.max_splits == 1 && decode_direct_out(variant, D);
+  const bool mma = decode_mma(q_count, kp.head_group);  // every wave has <= q_count rows
+  kp.direct_out = kp.max_splits == 1 && decode_direct_out(variant, D, mma);
   const uintptr_t base = (reinterpret_cast<uintptr_t>(workspace) + DecodeWorkspace::kAlign - 1) /
                          DecodeWorkspace::kAlign * DecodeWorkspace::kAlign;
   for (int q0 = 0; q0 < p.seqlen_q; q0 += q_count) {
@@ -156,7 +169,7 @@ sb_status launch_waves(const sb_attention_params& p, AttentionDecodeParams& kp, 
     const int64_t rows = static_cast<int64_t>(p.batch) * p.num_heads * kp.q_count;
     kp.ws_acc = reinterpret_cast<float*>(base);
     kp.ws_ml = reinterpret_cast<float*>(base + DecodeWorkspace::acc_bytes(rows, kp.max_splits, D));
-    if (sb_status s = launch_attention_decode<Cfg>(kp, variant, stream); s != SB_OK) return s;
+    if (sb_status s = launch_attention_decode<Cfg>(kp, variant, mma, stream); s != SB_OK) return s;
   }
   return SB_OK;
 }

@@ -2,6 +2,6 @@
 #include "cuda/attention_decode_sm90_launch_impl.h"
 
 namespace samebits::cuda::sm90 {
-template sb_status launch_attention_decode<DecodeConfig<256, true>>(const AttentionDecodeParams&, int,
+template sb_status launch_attention_decode<DecodeConfig<256, true>>(const AttentionDecodeParams&, int, bool,
                                                                    cudaStream_t);
 }  // namespace samebits::cuda::sm90

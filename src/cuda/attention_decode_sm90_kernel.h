@@ -134,6 +134,7 @@ struct DecodeSmem {
   __device__ uint8_t* q() const { return base + Cfg::kOffQ; }
   __device__ uint8_t* k(int s) const { return base + Cfg::kOffK + s * Cfg::kKVBytes; }
   __device__ uint8_t* v(int s) const { return base + Cfg::kOffV + s * Cfg::kKVBytes; }
+  __device__ uint8_t* x() const { return base + Cfg::kOffX; }
   __device__ uint64_t* bars() const { return reinterpret_cast<uint64_t*>(base + Cfg::kOffBarriers); }
   __device__ uint64_t* q_full() const { return bars(); }
   __device__ uint64_t* k_full(int s) const { return bars() + 1 + s; }
@@ -265,10 +266,10 @@ struct DecodeProducer {
     const int early = Cfg::kEarlyKv ? min(Cfg::kStages, blocks) : 0;
     for (int it = 0; it < early; ++it) load_kv(p, w, smem, it, lane);
 
-    // Q: 64 packed rows; rows past the wave are zero.
+    // Q: kQRows (64, kMma 16) packed rows; rows past the wave are zero.
     const Elem* q = static_cast<const Elem*>(p.q) + w.b * p.q_batch_stride;
     const int G = p.head_group;
-    load_rows<Cfg::kBlockM>(
+    load_rows<Cfg::kQRows>(
         smem.q(),
         [&](int r) -> const Elem* {
           const int R = w.r_begin + r;
@@ -479,6 +480,9 @@ struct DecodeConsumer {
 };
 
 template <class Cfg>
+struct DecodeMmaConsumer;  // attention_decode_sm90_mma.h
+
+template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm)
     attention_decode_split_sm90_kernel(const __grid_constant__ AttentionDecodeParams p) {
   // The combine may be scheduled once every CTA of this grid has started:
@@ -511,10 +515,15 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm)
 
   // Warp index, made warp-uniform for the compiler.
   const int warp = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 32), 0);
-  if (warp < 4)
-    DecodeConsumer<Cfg>::run(p, w, smem);
-  else
+  if (warp < 4) {
+    if constexpr (Cfg::kMma)
+      DecodeMmaConsumer<Cfg>::run(p, w, smem);
+    else
+      DecodeConsumer<Cfg>::run(p, w, smem);
+  } else
     DecodeProducer<Cfg>::run(p, w, smem);
 }
 
 }  // namespace samebits::cuda::sm90
+
+#include "cuda/attention_decode_sm90_mma.h"

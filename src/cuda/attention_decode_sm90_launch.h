@@ -18,12 +18,15 @@
 
 namespace samebits::cuda::sm90 {
 
-// Launches pass 1 (split kernel, the schedule `variant`: DecodeVariant)
-// and pass 2 (combine kernel, unless params.direct_out) of one wave. Cfg is
-// DecodeConfig<D, dtype> of the main schedule; the variant picks the
-// schedule's DecodeConfig<D, dtype, variant> of pass 1.
+// Launches pass 1 (split kernel, the schedule `variant`: DecodeVariant,
+// with the mma.sync consumer when `mma`) and pass 2 (combine kernel, unless
+// params.direct_out) of one wave. Cfg is DecodeConfig<D, dtype> of the main
+// schedule; variant and mma pick DecodeConfig<D, dtype, variant, mma> of
+// pass 1. mma needs every tile to hold at most 16 packed rows
+// (q_count * head_group <= 16).
 template <class Cfg>
-sb_status launch_attention_decode(const AttentionDecodeParams& params, int variant, cudaStream_t stream);
+sb_status launch_attention_decode(const AttentionDecodeParams& params, int variant, bool mma,
+                                  cudaStream_t stream);
 
 // Whether attention_forward should take the KV-cache path: a paged cache,
 // or a dense q over a contiguous cache with per-sequence lengths

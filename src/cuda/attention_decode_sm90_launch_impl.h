@@ -105,14 +105,17 @@ sb_status launch_combine(const AttentionDecodeParams& params, cudaStream_t strea
 }
 
 template <class Cfg>
-sb_status launch_attention_decode(const AttentionDecodeParams& params, int variant, cudaStream_t stream) {
+sb_status launch_attention_decode(const AttentionDecodeParams& params, int variant, bool mma,
+                                  cudaStream_t stream) {
   constexpr int D = Cfg::kHeadDim;
   constexpr bool kBf16 = Cfg::kBf16;
   sb_status st;
   if (variant == kDecodeTwoPerSmHeadMajor)
-    st = launch_split<DecodeConfig<D, kBf16, kDecodeTwoPerSmHeadMajor>>(params, stream);
+    st = mma ? launch_split<DecodeConfig<D, kBf16, kDecodeTwoPerSmHeadMajor, true>>(params, stream)
+             : launch_split<DecodeConfig<D, kBf16, kDecodeTwoPerSmHeadMajor>>(params, stream);
   else
-    st = launch_split<DecodeConfig<D, kBf16, kDecodeMain>>(params, stream);
+    st = mma ? launch_split<DecodeConfig<D, kBf16, kDecodeMain, true>>(params, stream)
+             : launch_split<DecodeConfig<D, kBf16, kDecodeMain>>(params, stream);
   if (st != SB_OK || params.direct_out) return st;  // direct_out: pass 1 wrote out and lse
   return launch_combine<Cfg>(params, stream);
 }

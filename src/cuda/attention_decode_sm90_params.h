@@ -108,10 +108,11 @@ enum DecodeVariant : int {
 };
 
 // FREE. Whether a schedule writes the rows of a one-split cache from pass 1
-// (direct_out, no combine). Every schedule except main's at d 256, where the
-// extra epilogue raises pass 1 from 195 to 214 registers (ptxas, no spills).
-constexpr bool decode_direct_out(int variant, int head_dim) {
-  return variant != kDecodeMain || head_dim <= 128;
+// (direct_out, no combine). Every schedule except main's wgmma consumer at
+// d 256, where the extra epilogue raises pass 1 from 195 to 214 registers
+// (ptxas, no spills).
+constexpr bool decode_direct_out(int variant, int head_dim, bool mma) {
+  return mma || variant != kDecodeMain || head_dim <= 128;
 }
 
 // Workspace layout of one wave. Row index: ((b * num_heads + h) * q_count +
@@ -137,7 +138,7 @@ struct DecodeWorkspace {
 // Consumer<Cfg> reads (kHeadDim, kBf16, kBlockN, kBlockM, kRowBytes) mean
 // exactly what they mean in FwdConfig, so Consumer<DecodeConfig> runs the
 // forward's own S = Q K^T, softmax step and P V (attention_fwd_sm90_mainloop.h).
-template <int kHeadDim_, bool kBf16_, int kVariant_ = kDecodeMain>
+template <int kHeadDim_, bool kBf16_, int kVariant_ = kDecodeMain, bool kMma_ = false>
 struct DecodeConfig {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr bool kBf16 = kBf16_;
@@ -162,8 +163,17 @@ struct DecodeConfig {
   static constexpr bool kTwoPerSm = kVariant == kDecodeTwoPerSmHeadMajor && kHeadDim <= 128;
   static constexpr bool kHeadMajor = kVariant == kDecodeTwoPerSmHeadMajor;
   static constexpr bool kEarlyKv = kVariant != kDecodeMain;     // K/V of the first stages before Q
-  static constexpr bool kDirectOut = decode_direct_out(kVariant, kHeadDim);  // one-split rows by pass 1
+  static constexpr bool kDirectOut = decode_direct_out(kVariant, kHeadDim, kMma_);  // one-split rows by pass 1
   static constexpr int kCtasPerSm = kTwoPerSm ? 2 : 1;
+  // FREE. The consumer of a tile of at most 16 packed rows (decode at a
+  // head group <= 16): warp-level mma.sync steps, which give the wgmma
+  // steps' f32 results bit for bit (docs/decode_design.md, "The split's
+  // chain on mma.sync"). The four consumer warps share the 16 rows: warp w
+  // computes S for keys [w Bn / 4, (w + 1) Bn / 4) and O for head-dim
+  // columns [w d / 4, (w + 1) d / 4); the row maxima, P and the row sums'
+  // terms meet in shared memory (kXBytes). Q holds the 16 rows only.
+  static constexpr bool kMma = kMma_;
+  static constexpr int kQRows = kMma ? 16 : kBlockM;
   // FREE. K/V pipeline depth (a split is kBlocksPerSplit blocks). Deep: the
   // ring fills one SM's shared memory. Two per SM: the most stages that let
   // two CTAs share an SM (d 64: 3 stages of 16 KiB, 104 KiB with Q;
@@ -177,12 +187,20 @@ struct DecodeConfig {
   static constexpr int kRowBytes = kChunk * kElemBytes;  // 128: the swizzle width
 
   // Shared memory, every tile 1024-byte aligned (swizzle atoms).
-  static constexpr int kQBytes = kBlockM * kHeadDim * kElemBytes;   // Q: 64 x d
+  static constexpr int kQBytes = kQRows * kHeadDim * kElemBytes;    // Q: 64 (kMma: 16) x d
   static constexpr int kKVBytes = kBlockN * kHeadDim * kElemBytes;  // K or V: Bn x d
+  // kMma exchange: row maxima [warp][16] f32, row sums [16] f32, P as the
+  // mma A fragments [Bn / 16][lane] x 16 bytes, P f32 [Bn / 8][h][j][lane].
+  static constexpr int kXOffMax = 0;
+  static constexpr int kXOffL = 256;
+  static constexpr int kXOffP = 512;
+  static constexpr int kXOffPf32 = kXOffP + kBlockN / 16 * 32 * 16;
+  static constexpr int kXBytes = kMma ? (kXOffPf32 + kBlockN / 8 * 4 * 32 * 4 + 1023) / 1024 * 1024 : 0;
   static constexpr int kOffQ = 0;
   static constexpr int kOffK = kOffQ + kQBytes;
   static constexpr int kOffV = kOffK + kStages * kKVBytes;
-  static constexpr int kOffBarriers = kOffV + kStages * kKVBytes;
+  static constexpr int kOffX = kOffV + kStages * kKVBytes;
+  static constexpr int kOffBarriers = kOffX + kXBytes;
   // q_full, k_full[S], v_full[S], k_empty[S], v_empty[S]
   static constexpr int kNumBarriers = 1 + 4 * kStages;
   static constexpr int kSmemBytes = kOffBarriers + kNumBarriers * 8 + 1024;  // + base alignment

@@ -135,6 +135,47 @@ __device__ __forceinline__ uint64_t make_smem_desc_sw128(uint32_t addr, uint32_t
   return d;
 }
 
+// ---------------------------------------------------------------- mma.sync
+// Four 8x8 16-bit matrices from shared memory: lanes 8i .. 8i+7 give the
+// row addresses (16 bytes each) of matrix i; register i of lane l holds
+// elements 2 (l % 4), +1 of row l / 4 of matrix i (.trans: elements
+// (2 (l % 4), l / 4) and (2 (l % 4) + 1, l / 4), i.e. the matrix read by
+// columns).
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr)
+               : "memory");
+}
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(addr)
+               : "memory");
+}
+// One k16 step of one warp: c (16 x 8, f32) += a (16 x 16) * b (16 x 8).
+// Fragments (g = lane / 4, t = lane % 4): a = {A[g][2t..], A[g+8][2t..],
+// A[g][2t+8..], A[g+8][2t+8..]}, b = {B[2t..][g], B[2t+8..][g]},
+// c = {C[g][2t], C[g][2t+1], C[g+8][2t], C[g+8][2t+1]}. Its f32 result is
+// a wgmma k16 step's, bit for bit (docs/numerics_dense.md).
+template <bool kBf16>
+__device__ __forceinline__ void mma_m16n8k16(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                             uint32_t b1) {
+  if constexpr (kBf16) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
 // ---------------------------------------------------------------- cp.async
 // Closes this thread's group of cp.async copies; waits until at most
 // kPending of its groups are still in flight.

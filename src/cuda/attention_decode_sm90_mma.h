@@ -1,0 +1,311 @@
+// sm90 attention over a KV cache, pass 1: the consumer of a tile of at most
+// 16 packed rows (DecodeConfig::kMma; decode with a head group <= 16, or a
+// few query rows of a small group) on warp-level mma.sync steps.
+//
+// Why. Main's consumer computes a 64-row wgmma tile per KV block as two
+// waited-for chains of d / 16 and Bn / 16 wgmma steps (~130-160 cycles a
+// step); at decode only G of the 64 rows are real, and below one wave of
+// CTAs the split's 8-block chain is the kernel's time
+// (docs/decode_design.md, "where the small shapes lose"). A dependent
+// mma.sync.m16n8k16 step takes ~24 cycles and gives a wgmma k16 step's f32
+// result bit for bit, and its fragments are per warp those of wgmma's m64
+// tile (a warp's 16 rows), so the forward's element code applies unchanged.
+//
+// Work of the four consumer warps (w = 0..3), per KV block:
+//   S = Q K^T    warp w: keys [w Bn / 4, (w + 1) Bn / 4), Bn / 32 chains
+//                of d / 16 steps over d ascending (the forward's order)
+//   softmax      the forward's steps per element; the row maximum meets
+//                in shared memory (max is exact: any grouping gives the
+//                same value); warp 0 forms the row sum from every warp's
+//                P in the forward's per-thread column order and shuffle
+//                tree, so l is the forward's
+//   O += P V     warp w: head-dim columns [w d / 4, (w + 1) d / 4), d / 32
+//                chains over the block's keys ascending, P (rounded as the
+//                forward's pack_p) read from shared memory
+// The row state m and alpha are computed identically by every warp; l is
+// warp 0's and is published once after the walk.
+//
+// Shared memory (DecodeConfig kXOff*): written and read between two named
+// barriers per block (id 1, the 128 consumer threads). A warp writes block
+// n + 1's maxima only after every warp passed block n's second barrier,
+// so every read of block n's maxima is done; it writes block n + 1's P
+// only after the first barrier of n + 1, so every warp's P V of block n
+// has read its P. One buffer of each suffices.
+#pragma once
+
+#include "cuda/attention_decode_sm90_kernel.h"
+
+namespace samebits::cuda::sm90 {
+
+template <class Cfg>
+struct DecodeMmaConsumer {
+  static constexpr int kD = Cfg::kHeadDim;
+  static constexpr int kBn = Cfg::kBlockN;
+  static constexpr int kSC = kBn / 32;  // S n8 chunks of a warp (keys)
+  static constexpr int kOC = kD / 32;   // O n8 chunks of a warp (head-dim columns)
+  static constexpr int kQK = kD / 16;   // k16 steps of S = Q K^T
+  static_assert(Cfg::kMma && Cfg::kQRows == 16, "a 16-row Q tile");
+  static_assert(kSC % 2 == 0 && kOC % 2 == 0, "fragments are loaded two n8 chunks at a time");
+  static constexpr uint32_t kBarrier = 1;  // named barrier of the 4 consumer warps
+  static constexpr uint32_t kThreads = 128;
+
+  // Byte offset of the 16-byte unit holding (row, col .. col + 7) in a
+  // 128B-swizzled tile of `rows` rows (the layout TMA and load_rows write):
+  // 64-column chunks `rows` rows apart, unit ((col % 64) / 8) ^ (row % 8).
+  __device__ static uint32_t swz(int rows, int row, int col) {
+    return static_cast<uint32_t>((col / 64) * rows * Cfg::kRowBytes + row * Cfg::kRowBytes +
+                                 ((((col % 64) / 8) ^ (row % 8)) << 4));
+  }
+
+  struct Exchange {
+    float* max;      // [warp][16]
+    float* l;        // [16]
+    uint4* p;        // [Bn / 16][lane]: the A fragment of keys 16 kk .. 16 kk + 15
+    float* p32;      // [Bn / 8][h][j][lane]: P f32 as the forward's thread holds it
+  };
+
+  __device__ static void run(const AttentionDecodeParams& p, const DecodeWork& w,
+                             const DecodeSmem<Cfg>& smem) {
+    const int tid = threadIdx.x;  // 0..127
+    const int warp = tid / 32, lane = tid % 32, g = lane / 4, q4 = lane % 4;
+    const Visibility vis = decode_visibility(p, w.lk);
+    const ScoreMod score = decode_score_mod(p);
+    uint8_t* xb = smem.x();
+    const Exchange x{reinterpret_cast<float*>(xb + Cfg::kXOffMax), reinterpret_cast<float*>(xb + Cfg::kXOffL),
+                     reinterpret_cast<uint4*>(xb + Cfg::kXOffP), reinterpret_cast<float*>(xb + Cfg::kXOffPf32)};
+
+    // This thread's rows (h = 0, 1: tile rows g and g + 8, in every warp)
+    // and the keys [lo, hi] each sees.
+    int lo[2], hi[2];
+    bool valid[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int R = w.r_begin + g + 8 * h;
+      valid[h] = R < w.r_end;
+      if (valid[h]) {
+        vis.row_bounds(p.q_begin + R / p.head_group, lo[h], hi[h]);
+      } else {
+        lo[h] = 0;  // a zero row past the wave sees nothing
+        hi[h] = -1;
+      }
+    }
+
+    // Q's A fragments, once: k step ks is 16 rows x columns 16 ks .. 16 ks + 15.
+    mbar_wait(smem.q_full(), 0);
+    uint32_t qa[kQK][4];
+    {
+      const uint32_t q_addr = smem_addr(smem.q());
+      const int row = lane % 8 + ((lane / 8) % 2) * 8, col = (lane / 16) * 8;
+#pragma unroll
+      for (int ks = 0; ks < kQK; ++ks) ldmatrix_x4(qa[ks], q_addr + swz(16, row, 16 * ks + col));
+    }
+
+    float m[2] = {-CUDART_INF_F, -CUDART_INF_F}, l[2] = {0.f, 0.f};
+    float acc[kOC][4];
+#pragma unroll
+    for (int oc = 0; oc < kOC; ++oc)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) acc[oc][r] = 0.f;
+
+    for (int n = w.n_first, it = 0; n <= w.n_last; ++n, ++it) {
+      const int s = it % Cfg::kStages;
+      const uint32_t parity = (it / Cfg::kStages) & 1;
+      const int k0 = n * kBn;
+
+      // S = Q K^T for this warp's keys: per n8 chunk, d / 16 steps from +0,
+      // d ascending.
+      float sc[kSC][4];
+#pragma unroll
+      for (int c = 0; c < kSC; ++c)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) sc[c][r] = 0.f;
+      mbar_wait(smem.k_full(s), parity);
+      {
+        const uint32_t k_addr = smem_addr(smem.k(s));
+        const int key = warp * (kBn / 4) + (lane / 16) * 8 + lane % 8, col = ((lane / 8) % 2) * 8;
+#pragma unroll
+        for (int ks = 0; ks < kQK; ++ks)
+#pragma unroll
+          for (int c = 0; c < kSC; c += 2) {
+            uint32_t b[4];
+            ldmatrix_x4(b, k_addr + swz(kBn, key + 8 * c, 16 * ks + col));
+            mma_m16n8k16<Cfg::kBf16>(sc[c], qa[ks], b[0], b[1]);
+            mma_m16n8k16<Cfg::kBf16>(sc[c + 1], qa[ks], b[2], b[3]);
+          }
+      }
+      __syncwarp();
+      if (lane == 0) mbar_arrive(smem.k_empty(s));  // release K_n
+
+      // The forward's element steps: logit transform, then the mask.
+      if (score.softcap) {
+#pragma unroll
+        for (int c = 0; c < kSC; ++c)
+#pragma unroll
+          for (int r = 0; r < 4; ++r) sc[c][r] = score.capped(sc[c][r]);
+      } else if (!score.raw) {
+#pragma unroll
+        for (int c = 0; c < kSC; ++c)
+#pragma unroll
+          for (int r = 0; r < 4; ++r) sc[c][r] = score.scaled(sc[c][r]);
+      }
+      if (!vis.block_fully_visible(w.i_first, w.i_last, k0, kBn)) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int c = 0; c < kSC; ++c)
+#pragma unroll
+            for (int j = 0; j < 2; ++j) {
+              const int key = k0 + 8 * (warp * kSC + c) + 2 * q4 + j;
+              if (key < lo[h] || key > hi[h]) sc[c][2 * h + j] = -CUDART_INF_F;
+            }
+      }
+
+      // Row maxima: this warp's columns, the quad's shuffle tree, then the
+      // four warps' values.
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        float mx = -CUDART_INF_F;
+#pragma unroll
+        for (int c = 0; c < kSC; ++c) mx = fmaxf(mx, fmaxf(sc[c][2 * h], sc[c][2 * h + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        if (q4 == 0) x.max[warp * 16 + 8 * h + g] = mx;
+      }
+      named_barrier_sync(kBarrier, kThreads);
+
+      // m, alpha and P: Consumer::softmax_update's operations, per row.
+      const float k_exp = score.exp_scale;  // x * k_exp is the logit
+      float alpha[2];
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const int r = 8 * h + g;
+        const float mx = fmaxf(fmaxf(x.max[r], x.max[16 + r]), fmaxf(x.max[32 + r], x.max[48 + r]));
+        const float m_new = fmaxf(m[h], __fmul_rn(mx, k_exp));
+        const float ms = m_new == -CUDART_INF_F ? 0.f : m_new;
+        alpha[h] = exp2_approx(__fsub_rn(m[h], ms));
+        const float neg_ms = -ms;
+#pragma unroll
+        for (int c = 0; c < kSC; ++c)
+#pragma unroll
+          for (int j = 0; j < 2; ++j) sc[c][2 * h + j] = exp2_approx(__fmaf_rn(sc[c][2 * h + j], k_exp, neg_ms));
+        m[h] = m_new;
+      }
+      // P to shared memory: f32 for warp 0's row sums, rounded (pack_p's
+      // pairs) as the A fragments of P V.
+#pragma unroll
+      for (int c = 0; c < kSC; ++c)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) x.p32[((warp * kSC + c) * 4 + r) * 32 + lane] = sc[c][r];
+#pragma unroll
+      for (int c = 0; c < kSC; c += 2)
+        x.p[((warp * kSC + c) / 2) * 32 + lane] =
+            make_uint4(pack2<Cfg::kBf16>(sc[c][0], sc[c][1]), pack2<Cfg::kBf16>(sc[c][2], sc[c][3]),
+                       pack2<Cfg::kBf16>(sc[c + 1][0], sc[c + 1][1]), pack2<Cfg::kBf16>(sc[c + 1][2], sc[c + 1][3]));
+      named_barrier_sync(kBarrier, kThreads);
+
+      // acc *= alpha (later blocks), then O += P V over the block's keys.
+      if (it > 0) {
+#pragma unroll
+        for (int oc = 0; oc < kOC; ++oc)
+#pragma unroll
+          for (int h = 0; h < 2; ++h) {
+            acc[oc][2 * h] = __fmul_rn(acc[oc][2 * h], alpha[h]);
+            acc[oc][2 * h + 1] = __fmul_rn(acc[oc][2 * h + 1], alpha[h]);
+          }
+      }
+      mbar_wait(smem.v_full(s), parity);
+      {
+        const uint32_t v_addr = smem_addr(smem.v(s));
+        const int key = ((lane / 8) % 2) * 8 + lane % 8, col = warp * (kD / 4) + (lane / 16) * 8;
+#pragma unroll
+        for (int kk = 0; kk < kBn / 16; ++kk) {
+          const uint4 pv = x.p[kk * 32 + lane];
+          const uint32_t pa[4] = {pv.x, pv.y, pv.z, pv.w};
+#pragma unroll
+          for (int oc = 0; oc < kOC; oc += 2) {
+            uint32_t b[4];
+            ldmatrix_x4_trans(b, v_addr + swz(kBn, 16 * kk + key, col + 8 * oc));
+            mma_m16n8k16<Cfg::kBf16>(acc[oc], pa, b[0], b[1]);
+            mma_m16n8k16<Cfg::kBf16>(acc[oc + 1], pa, b[2], b[3]);
+          }
+        }
+      }
+      __syncwarp();
+      if (lane == 0) mbar_arrive(smem.v_empty(s));  // release V_n
+
+      // l: warp 0, the forward's per-thread order (chunks ascending, then
+      // the pair) and shuffle tree, over every warp's P.
+      if (warp == 0) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          float sum = 0.f;
+#pragma unroll
+          for (int c = 0; c < kBn / 8; ++c)
+#pragma unroll
+            for (int j = 0; j < 2; ++j) sum = __fadd_rn(sum, x.p32[(c * 4 + 2 * h + j) * 32 + lane]);
+          sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 1));
+          sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 2));
+          l[h] = __fadd_rn(__fmul_rn(l[h], alpha[h]), sum);
+        }
+      }
+    }
+
+    // l to every warp.
+    if (warp == 0 && q4 == 0) {
+      x.l[g] = l[0];
+      x.l[8 + g] = l[1];
+    }
+    named_barrier_sync(kBarrier, kThreads);
+    l[0] = x.l[g];
+    l[1] = x.l[8 + g];
+
+    if (Cfg::kDirectOut && p.direct_out) {
+      // One split per row: the combine's copy and output step, here.
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        if (!valid[h]) continue;
+        const int R = w.r_begin + g + 8 * h;
+        const int i = p.q_begin + R / p.head_group, head = w.hk * p.head_group + R % p.head_group;
+        const bool sees = w.lk > 0 && hi[h] >= lo[h];  // the combine's condition
+        write_row_direct(p, w.b, head, i, sees ? m[h] : -CUDART_INF_F, sees ? l[h] : 0.f, acc, h, sees,
+                         warp, q4);
+      }
+      return;
+    }
+    // The split's (m, l, acc) of each valid row, f32, to the workspace.
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (!valid[h]) continue;
+      const int R = w.r_begin + g + 8 * h;
+      const int i = p.q_begin + R / p.head_group, head = w.hk * p.head_group + R % p.head_group;
+      const int64_t row = (static_cast<int64_t>(w.b) * p.num_heads + head) * p.q_count + (i - p.q_begin);
+      const int64_t slot = row * p.max_splits + w.split;
+      float* out = p.ws_acc + slot * kD + warp * (kD / 4) + 2 * q4;
+#pragma unroll
+      for (int oc = 0; oc < kOC; ++oc)
+        *reinterpret_cast<float2*>(out + 8 * oc) = make_float2(acc[oc][2 * h], acc[oc][2 * h + 1]);
+      if (warp == 0 && q4 == 0) *reinterpret_cast<float2*>(p.ws_ml + slot * 2) = make_float2(m[h], l[h]);
+    }
+  }
+
+  // direct_out: this warp's columns of row h (DecodeConsumer::write_row_direct's
+  // arithmetic); lse by warp 0.
+  __device__ static void write_row_direct(const AttentionDecodeParams& p, int b, int head, int i, float M,
+                                          float L, const float (&acc)[kOC][4], int h, bool sees, int warp,
+                                          int q4) {
+    using Elem = std::conditional_t<Cfg::kBf16, __nv_bfloat16, __half>;
+    float inv, lse;
+    decode_finish_row(M, L, inv, lse);
+    Elem* o = static_cast<Elem*>(p.out) + b * p.o_batch_stride + static_cast<int64_t>(i) * p.o_row_stride +
+              head * p.o_head_stride + warp * (kD / 4) + 2 * q4;
+#pragma unroll
+    for (int oc = 0; oc < kOC; ++oc) {
+      const float a0 = sees ? acc[oc][2 * h] : 0.f, a1 = sees ? acc[oc][2 * h + 1] : 0.f;
+      *reinterpret_cast<uint32_t*>(o + 8 * oc) = pack2<Cfg::kBf16>(__fmul_rn(a0, inv), __fmul_rn(a1, inv));
+    }
+    if (warp == 0 && q4 == 0)
+      p.lse[b * p.lse_batch_stride + head * p.lse_head_stride + static_cast<int64_t>(i) * p.lse_row_stride] = lse;
+  }
+};
+
+}  // namespace samebits::cuda::sm90
