@@ -17,9 +17,13 @@
 // of a KV group into one tile, so K and V are read once per group.
 //
 // Barriers (shared memory, DecodeConfig::kNumBarriers):
-//   q_full       producer -> consumer: Q tile written.       1 arrival
-//   k_full[s]    producer -> consumer: K block in stage s.   1 arrival (+tx)
-//   v_full[s]    producer -> consumer: V block in stage s.   1 arrival (+tx)
+//   q_full       producer -> consumer: Q tile written.       32 arrivals
+//   k_full[s]    producer -> consumer: K block in stage s.   32 arrivals (+tx)
+//   v_full[s]    producer -> consumer: V block in stage s.   32 arrivals (+tx)
+//                (every producer lane arrives after its own stores, so a
+//                hand-loaded tile is ordered before the consumer's reads
+//                thread by thread; a TMA block: lane 0 with the bytes, then
+//                the other 31)
 //   k_empty[s]   consumer -> producer: every consumer warp finished
 //                S = Q K^T on stage s; K may be overwritten. 4 arrivals
 //   v_empty[s]   consumer -> producer: every consumer warp finished
@@ -85,6 +89,21 @@ __device__ __forceinline__ void decode_finish_row(float M, float L, float& inv, 
   inv = L == 0.f ? 0.f : __frcp_rn(L);
   lse = L == 0.f ? CUDART_INF_F : __fmul_rn(__fadd_rn(M, log2_approx(L)), kLn2);
 }
+
+// Timing trace (an experiment, compiled only with SAMEBITS_DECODE_TRACE):
+// clock64 at events of CTA (0, 0, 0), printed by consumer thread 0 at its end.
+#ifdef SAMEBITS_DECODE_TRACE
+__device__ long long g_decode_trace[128];
+__device__ __forceinline__ bool decode_trace_cta() { return blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0; }
+#define SB_DECODE_TRACE(i)                                         \
+  do {                                                             \
+    if (decode_trace_cta()) g_decode_trace[(i)] = clock64();       \
+  } while (0)
+#else
+#define SB_DECODE_TRACE(i) \
+  do {                     \
+  } while (0)
+#endif
 
 // What one CTA of the split kernel computes; all threads derive the same.
 struct DecodeWork {
@@ -182,32 +201,70 @@ struct DecodeProducer {
   }
 
   // After a hand load: every writer fences its generic-proxy stores toward
-  // the async proxy (wgmma reads them), the warp meets, one lane arrives.
-  __device__ static void signal(uint64_t* bar, int lane) {
+  // the async proxy (wgmma reads them) and arrives (release: its stores
+  // before the consumer's reads, ldmatrix included).
+  __device__ static void signal(uint64_t* bar) {
     fence_proxy_async_smem();
-    __syncwarp();
-    if (lane == 0) mbar_arrive(bar);
+    mbar_arrive(bar);
   }
 
-  // A whole block (every key < lk) by TMA: Bn / box_rows boxes of box_rows
-  // slots (one page, or a piece of one), each box_rows * 128 bytes per
-  // 64-column chunk, at its row offset inside the chunk. box_rows is a
-  // multiple of 8, so every box starts on a swizzle atom. Lane j issues the
-  // boxes j, j + 32, ...; lane 0 announces the bytes first.
+  // The pages of the walk's TMA boxes, read from the block table once,
+  // before Q (their latencies overlap) and before the first block: box q of
+  // the walk (keys n_first * Bn + q * box_rows ..) is held by lane q % 32
+  // in page[q / 32]. One dependent table load in front of every block's K
+  // and V issue set the producer's pace (~1,000 cycles each; clock64
+  // trace, docs/decode_design.md). Only boxes of whole blocks below lk
+  // (the TMA blocks) are read: no entry past the sequence is touched.
+  static constexpr int kBlockBoxesMax = Cfg::kBlockN / 8;  // box_rows >= 8
+  static constexpr int kWalkRegs = (Cfg::kSplit / 8 + 31) / 32;
+  static_assert(kBlockBoxesMax <= 32, "a block's boxes fit one warp");
+  struct WalkPages {
+    int page[kWalkRegs];
+  };
+
+  __device__ static WalkPages read_walk_pages(const AttentionDecodeParams& p, const DecodeWork& w, int lane) {
+    WalkPages wp;
+    const int k_first = w.n_first * Cfg::kBlockN;
+    const int tma_blocks = max(0, min(w.n_last + 1, w.lk / Cfg::kBlockN) - w.n_first);
+    const int boxes = p.block_table && p.use_tma ? tma_blocks * (Cfg::kBlockN / p.box_rows) : 0;
+#pragma unroll
+    for (int r = 0; r < kWalkRegs; ++r) {
+      const int q = lane + 32 * r;
+      wp.page[r] = q < boxes ? __ldg(p.block_table + w.b * p.block_table_batch_stride +
+                                     (k_first + q * p.box_rows) / p.page_size)
+                             : 0;
+    }
+    return wp;
+  }
+
+  // A whole block (every key < lk), block `it` of the walk, by TMA:
+  // Bn / box_rows boxes of box_rows slots (one page, or a piece of one),
+  // each box_rows * 128 bytes per 64-column chunk, at its row offset inside
+  // the chunk. box_rows is a multiple of 8, so every box starts on a
+  // swizzle atom. Lane j issues box j; lane 0 announces the bytes first.
   __device__ static void load_block_tma(const AttentionDecodeParams& p, const CUtensorMap* map,
-                                        uint8_t* dst, uint64_t* bar, int b, int hk, int k0,
-                                        int lane) {
+                                        uint8_t* dst, uint64_t* bar, int b, int hk, int k0, int it,
+                                        const WalkPages& wp, int lane) {
     if (lane == 0) mbar_arrive_expect_tx(bar, Cfg::kKVBytes);
     __syncwarp();
     const int boxes = Cfg::kBlockN / p.box_rows;
-    for (int j = lane; j < boxes; j += 32) {
-      int page, slot;
-      locate(p, b, k0 + j * p.box_rows, page, slot);
+    int page = b, slot = k0 + lane * p.box_rows;  // a contiguous cache: one page per sequence
+    if (p.block_table) {
+      const int q = it * boxes + lane;  // this lane's box of the walk
+#pragma unroll
+      for (int r = 0; r < kWalkRegs; ++r) {  // every lane shuffles: the warp stays converged
+        const int v = __shfl_sync(0xffffffffu, wp.page[r], q % 32);
+        if (q / 32 == r) page = v;
+      }
+      slot %= p.page_size;
+    }
+    if (lane < boxes) {
 #pragma unroll
       for (int c = 0; c < Cfg::kChunks; ++c)
-        tma_load_4d(dst + c * Cfg::kBlockN * Cfg::kRowBytes + j * p.box_rows * Cfg::kRowBytes, map,
+        tma_load_4d(dst + c * Cfg::kBlockN * Cfg::kRowBytes + lane * p.box_rows * Cfg::kRowBytes, map,
                     bar, c * Cfg::kChunk, slot, hk, page);
     }
+    if (lane != 0) mbar_arrive(bar);  // the barrier counts the 32 producer lanes
   }
 
   // A block by hand: keys >= lk are zero (never read, never multiplied).
@@ -231,40 +288,44 @@ struct DecodeProducer {
   // Block `it` (0-based) of the walk, n = n_first + it, into stage
   // it % kStages once every consumer warp released the stage.
   __device__ static void load_kv(const AttentionDecodeParams& p, const DecodeWork& w,
-                                 const DecodeSmem<Cfg>& smem, int it, int lane) {
+                                 const DecodeSmem<Cfg>& smem, int it, const WalkPages& wp, int lane) {
     const int s = it % Cfg::kStages;
     const uint32_t parity = (it / Cfg::kStages) & 1;
     const int k0 = (w.n_first + it) * Cfg::kBlockN;
     if (p.use_tma && k0 + Cfg::kBlockN <= w.lk) {
       mbar_wait(smem.k_empty(s), parity ^ 1);
-      load_block_tma(p, &p.tma_k, smem.k(s), smem.k_full(s), w.b, w.hk, k0, lane);
+      load_block_tma(p, &p.tma_k, smem.k(s), smem.k_full(s), w.b, w.hk, k0, it, wp, lane);
+      if (lane == 0 && it < 16) SB_DECODE_TRACE(64 + it);
       mbar_wait(smem.v_empty(s), parity ^ 1);
-      load_block_tma(p, &p.tma_v, smem.v(s), smem.v_full(s), w.b, w.hk, k0, lane);
+      load_block_tma(p, &p.tma_v, smem.v(s), smem.v_full(s), w.b, w.hk, k0, it, wp, lane);
+      if (lane == 0 && it < 16) SB_DECODE_TRACE(80 + it);
     } else {
       mbar_wait(smem.k_empty(s), parity ^ 1);
       load_block_by_hand(p, p.k, p.k_page_stride, p.k_row_stride, p.k_head_stride, smem.k(s), w.b,
                          w.hk, k0, w.lk, lane);
-      signal(smem.k_full(s), lane);
+      signal(smem.k_full(s));
       mbar_wait(smem.v_empty(s), parity ^ 1);
       load_block_by_hand(p, p.v, p.v_page_stride, p.v_row_stride, p.v_head_stride, smem.v(s), w.b,
                          w.hk, k0, w.lk, lane);
-      signal(smem.v_full(s), lane);
+      signal(smem.v_full(s));
     }
   }
 
   __device__ static void run(const AttentionDecodeParams& p, const DecodeWork& w,
                              const DecodeSmem<Cfg>& smem) {
     const int lane = threadIdx.x % 32;
+    if (lane == 0) SB_DECODE_TRACE(96);
     if (lane == 0 && p.use_tma) {
       prefetch_tensor_map(&p.tma_k);
       prefetch_tensor_map(&p.tma_v);
     }
     const int blocks = w.n_last - w.n_first + 1;
+    const WalkPages wp = read_walk_pages(p, w, lane);
     // kEarlyKv: the blocks of the first stages (whose empty barriers are
     // still in their initial phase: no wait) are requested before Q, so the
     // Q loads' latency overlaps theirs instead of preceding it.
     const int early = Cfg::kEarlyKv ? min(Cfg::kStages, blocks) : 0;
-    for (int it = 0; it < early; ++it) load_kv(p, w, smem, it, lane);
+    for (int it = 0; it < early; ++it) load_kv(p, w, smem, it, wp, lane);
 
     // Q: kQRows (64, kMma 16) packed rows; rows past the wave are zero.
     const Elem* q = static_cast<const Elem*>(p.q) + w.b * p.q_batch_stride;
@@ -278,11 +339,12 @@ struct DecodeProducer {
           return q + static_cast<int64_t>(i) * p.q_row_stride + h * p.q_head_stride;
         },
         lane);
-    signal(smem.q_full(), lane);
+    signal(smem.q_full());
+    if (lane == 0) SB_DECODE_TRACE(97);
 
     // K, V blocks ascending; a stage is refilled once every consumer warp
     // released it (k_empty, v_empty).
-    for (int it = early; it < blocks; ++it) load_kv(p, w, smem, it, lane);
+    for (int it = early; it < blocks; ++it) load_kv(p, w, smem, it, wp, lane);
   }
 };
 
@@ -491,6 +553,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm)
   // visible, so the trigger's place moves no byte (it only lets the
   // combine's CTAs take free SM slots during this grid's last wave).
   grid_launch_dependents();
+  if (threadIdx.x == 0) SB_DECODE_TRACE(0);
   const DecodeWork w = decode_work<Cfg>(p);
   if (w.n_last < w.n_first) {  // no row of the tile sees a key of this split
     if (Cfg::kDirectOut && p.direct_out && threadIdx.x < Cfg::kConsumerThreads)
@@ -502,10 +565,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm)
   const uint32_t raw = smem_addr(smem_raw);
   const DecodeSmem<Cfg> smem{smem_raw + ((1024 - (raw % 1024)) % 1024)};
   if (threadIdx.x == 0) {
-    mbar_init(smem.q_full(), 1);
+    mbar_init(smem.q_full(), 32);
     for (int s = 0; s < Cfg::kStages; ++s) {
-      mbar_init(smem.k_full(s), 1);
-      mbar_init(smem.v_full(s), 1);
+      mbar_init(smem.k_full(s), 32);
+      mbar_init(smem.v_full(s), 32);
       mbar_init(smem.k_empty(s), 4);
       mbar_init(smem.v_empty(s), 4);
     }

@@ -16,14 +16,14 @@
 //                of d / 16 steps over d ascending (the forward's order)
 //   softmax      the forward's steps per element; the row maximum meets
 //                in shared memory (max is exact: any grouping gives the
-//                same value); warp 0 forms the row sum from every warp's
-//                P in the forward's per-thread column order and shuffle
-//                tree, so l is the forward's
+//                same value); warps 2 and 3 form the row sums from every
+//                warp's P in the forward's per-thread column order and
+//                shuffle tree, so l is the forward's
 //   O += P V     warp w: head-dim columns [w d / 4, (w + 1) d / 4), d / 32
 //                chains over the block's keys ascending, P (rounded as the
 //                forward's pack_p) read from shared memory
-// The row state m and alpha are computed identically by every warp; l is
-// warp 0's and is published once after the walk.
+// The row state m and alpha are computed identically by every warp; l of
+// rows g is warp 2's, of rows g + 8 warp 3's, published once after the walk.
 //
 // Shared memory (DecodeConfig kXOff*): written and read between two named
 // barriers per block (id 1, the 128 consumer threads). A warp writes block
@@ -92,6 +92,7 @@ struct DecodeMmaConsumer {
 
     // Q's A fragments, once: k step ks is 16 rows x columns 16 ks .. 16 ks + 15.
     mbar_wait(smem.q_full(), 0);
+    if (tid == 0) SB_DECODE_TRACE(1);
     uint32_t qa[kQK][4];
     {
       const uint32_t q_addr = smem_addr(smem.q());
@@ -120,6 +121,7 @@ struct DecodeMmaConsumer {
 #pragma unroll
         for (int r = 0; r < 4; ++r) sc[c][r] = 0.f;
       mbar_wait(smem.k_full(s), parity);
+      if (tid == 0 && it < 12) SB_DECODE_TRACE(2 + 5 * it);
       {
         const uint32_t k_addr = smem_addr(smem.k(s));
         const int key = warp * (kBn / 4) + (lane / 16) * 8 + lane % 8, col = ((lane / 8) % 2) * 8;
@@ -135,6 +137,7 @@ struct DecodeMmaConsumer {
       }
       __syncwarp();
       if (lane == 0) mbar_arrive(smem.k_empty(s));  // release K_n
+      if (tid == 0 && it < 12) SB_DECODE_TRACE(3 + 5 * it);
 
       // The forward's element steps: logit transform, then the mask.
       if (score.softcap) {
@@ -213,7 +216,9 @@ struct DecodeMmaConsumer {
             acc[oc][2 * h + 1] = __fmul_rn(acc[oc][2 * h + 1], alpha[h]);
           }
       }
+      if (tid == 0 && it < 12) SB_DECODE_TRACE(4 + 5 * it);
       mbar_wait(smem.v_full(s), parity);
+      if (tid == 0 && it < 12) SB_DECODE_TRACE(5 + 5 * it);
       {
         const uint32_t v_addr = smem_addr(smem.v(s));
         const int key = ((lane / 8) % 2) * 8 + lane % 8, col = warp * (kD / 4) + (lane / 16) * 8;
@@ -232,29 +237,29 @@ struct DecodeMmaConsumer {
       }
       __syncwarp();
       if (lane == 0) mbar_arrive(smem.v_empty(s));  // release V_n
+      if (tid == 0 && it < 12) SB_DECODE_TRACE(6 + 5 * it);
 
-      // l: warp 0, the forward's per-thread order (chunks ascending, then
-      // the pair) and shuffle tree, over every warp's P.
-      if (warp == 0) {
+      // l of rows g (warp 2) and g + 8 (warp 3): the forward's per-thread
+      // order (chunks ascending, then the pair) and shuffle tree, over every
+      // warp's P.
+      if (warp >= 2) {
+        const int h = warp - 2;
+        float sum = 0.f;
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          float sum = 0.f;
+        for (int c = 0; c < kBn / 8; ++c)
 #pragma unroll
-          for (int c = 0; c < kBn / 8; ++c)
-#pragma unroll
-            for (int j = 0; j < 2; ++j) sum = __fadd_rn(sum, x.p32[(c * 4 + 2 * h + j) * 32 + lane]);
-          sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 1));
-          sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 2));
-          l[h] = __fadd_rn(__fmul_rn(l[h], alpha[h]), sum);
-        }
+          for (int j = 0; j < 2; ++j) sum = __fadd_rn(sum, x.p32[(c * 4 + 2 * h + j) * 32 + lane]);
+        sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 1));
+        sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 2));
+        if (h == 0)  // constant register indices: l stays in registers
+          l[0] = __fadd_rn(__fmul_rn(l[0], alpha[0]), sum);
+        else
+          l[1] = __fadd_rn(__fmul_rn(l[1], alpha[1]), sum);
       }
     }
 
     // l to every warp.
-    if (warp == 0 && q4 == 0) {
-      x.l[g] = l[0];
-      x.l[8 + g] = l[1];
-    }
+    if (warp >= 2 && q4 == 0) x.l[8 * (warp - 2) + g] = warp == 2 ? l[0] : l[1];
     named_barrier_sync(kBarrier, kThreads);
     l[0] = x.l[g];
     l[1] = x.l[8 + g];
@@ -270,6 +275,7 @@ struct DecodeMmaConsumer {
         write_row_direct(p, w.b, head, i, sees ? m[h] : -CUDART_INF_F, sees ? l[h] : 0.f, acc, h, sees,
                          warp, q4);
       }
+      trace_print(w);
       return;
     }
     // The split's (m, l, acc) of each valid row, f32, to the workspace.
@@ -286,6 +292,22 @@ struct DecodeMmaConsumer {
         *reinterpret_cast<float2*>(out + 8 * oc) = make_float2(acc[oc][2 * h], acc[oc][2 * h + 1]);
       if (warp == 0 && q4 == 0) *reinterpret_cast<float2*>(p.ws_ml + slot * 2) = make_float2(m[h], l[h]);
     }
+    trace_print(w);
+  }
+
+  __device__ static void trace_print(const DecodeWork& w) {
+#ifdef SAMEBITS_DECODE_TRACE
+    if (threadIdx.x != 0 || !decode_trace_cta()) return;
+    const long long t0 = g_decode_trace[0];
+    printf("decode trace: blocks %d | producer start %lld q %lld | consumer q %lld | end %lld\n",
+           w.n_last - w.n_first + 1, g_decode_trace[96] - t0, g_decode_trace[97] - t0, g_decode_trace[1] - t0,
+           clock64() - t0);
+    for (int b = 0; b < 12 && b <= w.n_last - w.n_first; ++b)
+      printf("  block %d: K issued %lld full %lld qk %lld softmax %lld | V issued %lld full %lld pv %lld\n", b,
+             g_decode_trace[64 + b] - t0, g_decode_trace[2 + 5 * b] - t0, g_decode_trace[3 + 5 * b] - t0,
+             g_decode_trace[4 + 5 * b] - t0, g_decode_trace[80 + b] - t0, g_decode_trace[5 + 5 * b] - t0,
+             g_decode_trace[6 + 5 * b] - t0);
+#endif
   }
 
   // direct_out: this warp's columns of row h (DecodeConsumer::write_row_direct's
