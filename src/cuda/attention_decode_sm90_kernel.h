@@ -26,8 +26,10 @@
 //                the other 31)
 //   k_empty[s]   consumer -> producer: every consumer warp finished
 //                S = Q K^T on stage s; K may be overwritten. 4 arrivals
+//                (kMma: 128, every thread after its own ldmatrix reads)
 //   v_empty[s]   consumer -> producer: every consumer warp finished
 //                O += P V on stage s; V may be overwritten.  4 arrivals
+//                (kMma: 128)
 // Both roles walk the same blocks n_first..n_last; block it (0-based) uses
 // stage it % kStages with phase parity (it / kStages) & 1.
 #pragma once
@@ -569,8 +571,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm)
     for (int s = 0; s < Cfg::kStages; ++s) {
       mbar_init(smem.k_full(s), 32);
       mbar_init(smem.v_full(s), 32);
-      mbar_init(smem.k_empty(s), 4);
-      mbar_init(smem.v_empty(s), 4);
+      mbar_init(smem.k_empty(s), Cfg::kEmptyArrivals);
+      mbar_init(smem.v_empty(s), Cfg::kEmptyArrivals);
     }
     fence_barrier_init();
   }

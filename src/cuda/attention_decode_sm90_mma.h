@@ -135,8 +135,7 @@ struct DecodeMmaConsumer {
             mma_m16n8k16<Cfg::kBf16>(sc[c + 1], qa[ks], b[2], b[3]);
           }
       }
-      __syncwarp();
-      if (lane == 0) mbar_arrive(smem.k_empty(s));  // release K_n
+      mbar_arrive(smem.k_empty(s));  // release K_n: every thread, after its reads
       if (tid == 0 && it < 12) SB_DECODE_TRACE(3 + 5 * it);
 
       // The forward's element steps: logit transform, then the mask.
@@ -235,8 +234,7 @@ struct DecodeMmaConsumer {
           }
         }
       }
-      __syncwarp();
-      if (lane == 0) mbar_arrive(smem.v_empty(s));  // release V_n
+      mbar_arrive(smem.v_empty(s));  // release V_n: every thread, after its reads
       if (tid == 0 && it < 12) SB_DECODE_TRACE(6 + 5 * it);
 
       // l of rows g (warp 2) and g + 8 (warp 3): the forward's per-thread

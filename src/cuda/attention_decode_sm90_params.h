@@ -174,6 +174,9 @@ struct DecodeConfig {
   // terms meet in shared memory (kXBytes). Q holds the 16 rows only.
   static constexpr bool kMma = kMma_;
   static constexpr int kQRows = kMma ? 16 : kBlockM;
+  // Arrivals that release a K or V stage: one per consumer warp after its
+  // wgmma wait, or (kMma) every consumer thread after its ldmatrix reads.
+  static constexpr int kEmptyArrivals = kMma ? kConsumerThreads : 4;
   // FREE. K/V pipeline depth (a split is kBlocksPerSplit blocks). Deep: the
   // ring fills one SM's shared memory. Two per SM: the most stages that let
   // two CTAs share an SM (d 64: 3 stages of 16 KiB, 104 KiB with Q;
