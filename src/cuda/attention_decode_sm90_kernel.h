@@ -202,6 +202,30 @@ struct DecodeProducer {
     }
   }
 
+  // kMma: Q's 16 rows through registers, so its loads can be issued before
+  // the first TMA requests and stored after them (load_rows' layout).
+  static constexpr int kQUnits = Cfg::kQRows * (Cfg::kHeadDim / 8) / 32;  // 16-byte units a lane
+  template <class RowPtr>
+  __device__ static void load_q_regs(uint4 (&v)[kQUnits], RowPtr row_ptr, int lane) {
+    constexpr int kUnitsPerRow = Cfg::kHeadDim / 8;
+#pragma unroll
+    for (int i = 0; i < kQUnits; ++i) {
+      const int idx = lane + 32 * i;
+      const Elem* src = row_ptr(idx / kUnitsPerRow);
+      v[i] = src != nullptr ? __ldg(reinterpret_cast<const uint4*>(src + (idx % kUnitsPerRow) * 8))
+                            : make_uint4(0, 0, 0, 0);
+    }
+  }
+  __device__ static void store_q_regs(uint8_t* dst, const uint4 (&v)[kQUnits], int lane) {
+    constexpr int kUnitsPerRow = Cfg::kHeadDim / 8;
+#pragma unroll
+    for (int i = 0; i < kQUnits; ++i) {
+      const int idx = lane + 32 * i, r = idx / kUnitsPerRow, unit = idx % kUnitsPerRow;
+      uint8_t* chunk = dst + (unit / 8) * (Cfg::kQRows * Cfg::kRowBytes);
+      *reinterpret_cast<uint4*>(chunk + r * Cfg::kRowBytes + (((unit % 8) ^ (r % 8)) << 4)) = v[i];
+    }
+  }
+
   // After a hand load: every writer fences its generic-proxy stores toward
   // the async proxy (wgmma reads them) and arrives (release: its stores
   // before the consumer's reads, ldmatrix included).
@@ -323,24 +347,36 @@ struct DecodeProducer {
     }
     const int blocks = w.n_last - w.n_first + 1;
     const WalkPages wp = read_walk_pages(p, w, lane);
+    // Q: kQRows (64, kMma 16) packed rows; rows past the wave are zero.
+    const Elem* q = static_cast<const Elem*>(p.q) + w.b * p.q_batch_stride;
+    const int G = p.head_group;
+    const auto q_row = [&](int r) -> const Elem* {
+      const int R = w.r_begin + r;
+      if (R >= w.r_end) return nullptr;
+      const int i = p.q_begin + R / G, h = w.hk * G + R % G;
+      return q + static_cast<int64_t>(i) * p.q_row_stride + h * p.q_head_stride;
+    };
+    if constexpr (Cfg::kMma) {
+      // Q's loads (16 rows: a few per lane) and the table's are in flight
+      // together; the first stages' K/V are requested as soon as the table
+      // arrives, and Q goes to shared memory after them. Three dependent
+      // round trips at the start (table, Q, first K) become two.
+      uint4 qv[kQUnits];
+      load_q_regs(qv, q_row, lane);
+      const int early = min(Cfg::kStages, blocks);
+      for (int it = 0; it < early; ++it) load_kv(p, w, smem, it, wp, lane);
+      store_q_regs(smem.q(), qv, lane);
+      signal(smem.q_full());
+      if (lane == 0) SB_DECODE_TRACE(97);
+      for (int it = early; it < blocks; ++it) load_kv(p, w, smem, it, wp, lane);
+      return;
+    }
     // kEarlyKv: the blocks of the first stages (whose empty barriers are
     // still in their initial phase: no wait) are requested before Q, so the
     // Q loads' latency overlaps theirs instead of preceding it.
     const int early = Cfg::kEarlyKv ? min(Cfg::kStages, blocks) : 0;
     for (int it = 0; it < early; ++it) load_kv(p, w, smem, it, wp, lane);
-
-    // Q: kQRows (64, kMma 16) packed rows; rows past the wave are zero.
-    const Elem* q = static_cast<const Elem*>(p.q) + w.b * p.q_batch_stride;
-    const int G = p.head_group;
-    load_rows<Cfg::kQRows>(
-        smem.q(),
-        [&](int r) -> const Elem* {
-          const int R = w.r_begin + r;
-          if (R >= w.r_end) return nullptr;
-          const int i = p.q_begin + R / G, h = w.hk * G + R % G;
-          return q + static_cast<int64_t>(i) * p.q_row_stride + h * p.q_head_stride;
-        },
-        lane);
+    load_rows<Cfg::kQRows>(smem.q(), q_row, lane);
     signal(smem.q_full());
     if (lane == 0) SB_DECODE_TRACE(97);
 
