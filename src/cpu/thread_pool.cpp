@@ -7,6 +7,16 @@
 
 namespace samebits::cpu {
 
+#ifdef SAMEBITS_POOL_TEST_PAUSES
+namespace {
+void test_pause() {
+  thread_local unsigned state = 12345u;
+  state = state * 1103515245u + 12345u;
+  if ((state >> 16) % 4 == 0) usleep((state >> 8) % 50);
+}
+}  // namespace
+#endif
+
 ThreadPool& ThreadPool::get() {
   static ThreadPool* pool = new ThreadPool();  // intentionally leaked
   return *pool;
@@ -17,7 +27,16 @@ void ThreadPool::start(int n) {
   if (n <= 0) n = 1;
   stopping_ = false;
   owner_pid_ = long(getpid());
-  for (int i = 1; i < n; ++i) workers_.push_back(new std::thread([this] { worker_loop(); }));
+  // A new worker has seen every generation so far: it waits for the next
+  // one. (Started at 0 instead, after a resize it would take the finished
+  // generation for a new one and arrive on busy_ twice for one call: the
+  // caller then returned early or waited forever.)
+  uint64_t seen;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    seen = generation_;
+  }
+  for (int i = 1; i < n; ++i) workers_.push_back(new std::thread([this, seen] { worker_loop(seen); }));
   started_ = true;
 }
 
@@ -60,8 +79,7 @@ void ThreadPool::run_items() {
   }
 }
 
-void ThreadPool::worker_loop() {
-  uint64_t seen = 0;
+void ThreadPool::worker_loop(uint64_t seen) {
   for (;;) {
     {
       std::unique_lock<std::mutex> lock(mu_);
@@ -69,6 +87,9 @@ void ThreadPool::worker_loop() {
       if (stopping_) return;
       seen = generation_;
     }
+#ifdef SAMEBITS_POOL_TEST_PAUSES
+    test_pause();  // the stress test widens every window that preemption opens
+#endif
     run_items();
     std::lock_guard<std::mutex> lock(mu_);
     if (--busy_ == 0) done_cv_.notify_one();

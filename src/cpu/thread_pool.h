@@ -34,7 +34,7 @@ class ThreadPool {
   ThreadPool() = default;
   void start(int n);
   void stop();
-  void worker_loop();
+  void worker_loop(uint64_t seen);  // seen: the generation at its start
   void run_items();
 
   std::mutex call_mu_;  // one parallel_for (or resize) at a time
