@@ -12,7 +12,11 @@ a 256 MiB write that flushes L2; CUDA events; median of `--reps`.
 replays are timed (how decode steps are served), so host time per call
 counts for none of them; without it the eager calls are timed.
 
-usage: python bench/bench_decode.py --out DIR [--reps 20] [--no-flex] [--graph]
+--short N: every sequence holds context - N keys, so its last KV block is
+partial (what a real decode batch has almost always); the peers get the same
+keys.
+
+usage: python bench/bench_decode.py --out DIR [--reps 20] [--no-flex] [--graph] [--short N]
 (PYTHONPATH=python and SAMEBITS_LIBRARY pointing at the library when run
 from a source tree).
 """
@@ -60,6 +64,7 @@ def main():
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--no-flex", action="store_true")
     ap.add_argument("--graph", action="store_true", help="time CUDA-graph replays of every implementation")
+    ap.add_argument("--short", type=int, default=0, help="keys per sequence: context - SHORT")
     args = ap.parse_args()
     torch.manual_seed(0)
     dev = "cuda"
@@ -76,21 +81,23 @@ def main():
     for B, ctx in SHAPES:
         row = {"gpu": torch.cuda.get_device_name(), "batch": B, "context": ctx, "heads": H, "kv_heads": HK,
                "head_dim": D, "page": PAGE, "copy_gbs": copy_gbs, "graph": args.graph}
-        kv_bytes = 2 * B * ctx * HK * D * 2
+        keys = ctx - args.short
+        row["keys"] = keys
+        kv_bytes = 2 * B * keys * HK * D * 2
         q = torch.randn(B, 1, H, D, dtype=torch.bfloat16, device=dev)
         pages = B * ctx // PAGE
         kc = torch.randn(pages, PAGE, HK, D, dtype=torch.bfloat16, device=dev)
         vc = torch.randn_like(kc)
         table = torch.randperm(pages, device=dev, dtype=torch.int32).view(B, ctx // PAGE)
-        seqlens = torch.full((B,), ctx, dtype=torch.int32, device=dev)
+        seqlens = torch.full((B,), keys, dtype=torch.int32, device=dev)
         ws_bytes, _ = samebits.kvcache_workspace_size(q, kc, table)
         ws = torch.empty(max(ws_bytes, 1), dtype=torch.uint8, device=dev)  # caller workspace: capturable
         impls = {"samebits": lambda: samebits.attention_with_kvcache(q, kc, vc, cache_seqlens=seqlens,
                                                                      block_table=table, causal=True,
                                                                      workspace=ws)}
         # the peers' contiguous cache holds the same keys in logical order
-        kd = kc[table.long().view(-1)].view(B, ctx, HK, D).transpose(1, 2).contiguous()
-        vd = vc[table.long().view(-1)].view(B, ctx, HK, D).transpose(1, 2).contiguous()
+        kd = kc[table.long().view(-1)].view(B, ctx, HK, D)[:, :keys].transpose(1, 2).contiguous()
+        vd = vc[table.long().view(-1)].view(B, ctx, HK, D)[:, :keys].transpose(1, 2).contiguous()
         qd = q.transpose(1, 2)
         from torch.nn.attention import SDPBackend, sdpa_kernel
         for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
@@ -112,12 +119,13 @@ def main():
         del kc, vc, kd, vd, table
         torch.cuda.empty_cache()
     os.makedirs(args.out, exist_ok=True)
-    tag = "_graph" if args.graph else ""
+    tag = ("_graph" if args.graph else "") + (f"_short{args.short}" if args.short else "")
     with open(os.path.join(args.out, f"bench_decode{tag}.json"), "w") as f:
         json.dump(rows, f, indent=1)
     names = ["samebits", "flash", "cudnn", "flex"]
     mode = "CUDA-graph replays" if args.graph else "eager calls"
-    lines = [f"copy bandwidth {copy_gbs:.0f} GB/s; GB/s of K/V read (% of copy); {mode}", "",
+    lines = [f"copy bandwidth {copy_gbs:.0f} GB/s; GB/s of K/V read (% of copy); {mode}; "
+             f"keys per sequence: context - {args.short}", "",
              "| batch | context | " + " | ".join(names) + " | samebits / best peer |",
              "|---|---|" + "---|" * (len(names) + 1)]
     for r in rows:

@@ -21,14 +21,6 @@
 namespace samebits::cuda::sm90::bwd {
 
 // ---------------------------------------------------------------- cp.async
-// 16 bytes global -> shared; src_bytes = 0 writes 16 zero bytes and reads
-// nothing (the source address must still be a valid one).
-__device__ __forceinline__ void cp_async_16(void* dst, const void* src, bool valid) {
-  const uint32_t n = valid ? 16u : 0u;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_addr(dst)), "l"(src),
-               "r"(n)
-               : "memory");
-}
 // 4 bytes global -> shared (one f32 of a row vector); src_bytes = 0 writes
 // a zero and reads nothing.
 __device__ __forceinline__ void cp_async_4(void* dst, const void* src, bool valid) {
@@ -37,7 +29,7 @@ __device__ __forceinline__ void cp_async_4(void* dst, const void* src, bool vali
                "r"(n)
                : "memory");
 }
-// (cp_async_commit, cp_async_wait: sm90_primitives.h)
+// (cp_async_16, cp_async_commit, cp_async_wait: sm90_primitives.h)
 
 // Issues the loads of a kRows x kD tile (16-bit elements) into the
 // swizzled chunk layout: element (r, c) lives in chunk c / 64 at row r,

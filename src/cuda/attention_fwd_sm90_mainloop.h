@@ -89,26 +89,30 @@ struct Producer {
   // Hand load of a kRows x d tile into the 128B-swizzled chunk layout that
   // TMA writes: element (r, c) lives in chunk c / 64 at row r, 16-byte unit
   // ((c % 64) / 8) ^ (r % 8). Rows >= valid_rows are zero. The 32 lanes of
-  // the producer warp take part; the caller fences and signals.
+  // the producer warp issue every 16-byte unit by cp.async (zero fill past
+  // valid_rows), all in flight at once; the caller commits the group and
+  // signals once it landed (signal_after_hand_load).
   template <int kRows>
   __device__ static void load_tile_by_hand(uint8_t* dst, const Elem* src, int64_t row_stride,
                                            int valid_rows, int tid) {
     constexpr int kUnitsPerRow = Cfg::kHeadDim / 8;  // 16-byte units
-#pragma unroll 4
+#pragma unroll 8
     for (int idx = tid; idx < kRows * kUnitsPerRow; idx += 32) {
       const int r = idx / kUnitsPerRow;
       const int unit = idx % kUnitsPerRow;
-      uint4 val = make_uint4(0, 0, 0, 0);
-      if (r < valid_rows) val = __ldg(reinterpret_cast<const uint4*>(src + r * row_stride + unit * 8));
+      const bool valid = r < valid_rows;
       uint8_t* chunk = dst + (unit / 8) * (kRows * Cfg::kRowBytes);
-      *reinterpret_cast<uint4*>(chunk + r * Cfg::kRowBytes + (((unit % 8) ^ (r % 8)) << 4)) = val;
+      cp_async_16(chunk + r * Cfg::kRowBytes + (((unit % 8) ^ (r % 8)) << 4),
+                  valid ? src + r * row_stride + unit * 8 : src, valid);
     }
   }
 
-  // Signals `bar` after a hand load: every writer fences its generic-proxy
-  // stores toward the async proxy (wgmma reads them), the warp meets, one
-  // lane arrives.
+  // Signals `bar` after a hand load, once this lane's cp.async groups but
+  // the newest kPending landed: every writer fences its writes toward the
+  // async proxy (wgmma reads them), the warp meets, one lane arrives.
+  template <int kPending = 0>
   __device__ static void signal_after_hand_load(uint64_t* bar, int tid) {
+    cp_async_wait<kPending>();
     fence_proxy_async_smem();
     __syncwarp();
     if (tid == 0) mbar_arrive(bar);
@@ -145,6 +149,7 @@ struct Producer {
         const Elem* src = static_cast<const Elem*>(p.q) + w.q_batch * p.q_batch_stride +
                           (int64_t)(w.q_row0 + range.m0) * p.q_row_stride + w.h * p.q_head_stride;
         load_tile_by_hand<Cfg::kBlockM>(smem.q(), src, p.q_row_stride, w.lq - range.m0, tid);
+        cp_async_commit();
         signal_after_hand_load(smem.q_full(), tid);
       }
 
@@ -179,11 +184,13 @@ struct Producer {
                              (int64_t)(w.k_row0 + k0) * p.k_row_stride + hk * p.k_head_stride;
           mbar_wait(smem.k_empty(s), parity ^ 1);
           load_tile_by_hand<Cfg::kBlockN>(smem.k(s), ksrc, p.k_row_stride, valid, tid);
-          signal_after_hand_load(smem.k_full(s), tid);
+          cp_async_commit();
           const Elem* vsrc = static_cast<const Elem*>(p.v) + w.k_batch * p.v_batch_stride +
                              (int64_t)(w.k_row0 + k0) * p.v_row_stride + hk * p.v_head_stride;
           mbar_wait(smem.v_empty(s), parity ^ 1);
           load_tile_by_hand<Cfg::kBlockN>(smem.v(s), vsrc, p.v_row_stride, valid, tid);
+          cp_async_commit();  // K's and V's copies in flight together
+          signal_after_hand_load<1>(smem.k_full(s), tid);
           signal_after_hand_load(smem.v_full(s), tid);
         }
       }

@@ -177,6 +177,14 @@ __device__ __forceinline__ void mma_m16n8k16(float (&c)[4], const uint32_t (&a)[
 }
 
 // ---------------------------------------------------------------- cp.async
+// 16 bytes global -> shared; valid = false writes 16 zero bytes and reads
+// nothing (the source address must still be a valid one).
+__device__ __forceinline__ void cp_async_16(void* dst, const void* src, bool valid) {
+  const uint32_t n = valid ? 16u : 0u;
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_addr(dst)), "l"(src),
+               "r"(n)
+               : "memory");
+}
 // Closes this thread's group of cp.async copies; waits until at most
 // kPending of its groups are still in flight.
 __device__ __forceinline__ void cp_async_commit() {

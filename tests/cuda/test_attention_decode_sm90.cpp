@@ -10,7 +10,7 @@
 // control. Exit status 0 only if all pass.
 //
 // usage: test_attention_decode_sm90 [--quick | --small] [--variant V | --variants 0,1,..]
-//        test_attention_decode_sm90 --bench [--variants 0,4,auto] [--graph]
+//        test_attention_decode_sm90 --bench [--variants 0,4,auto] [--graph] [--short N]
 //                                   [--reps N] [--max-tokens N]
 //   --variant V: run every check with SAMEBITS_DECODE_VARIANT=V (0, 4, auto).
 //   --variants L: run every decode call of every check under each schedule
@@ -754,6 +754,7 @@ struct BenchOptions {
   bool graph = false;
   int reps = 20;
   double max_tokens = 8.0 * 1024 * 1024;
+  int short_by = 0;  // --short N: every sequence holds context - N keys (a partial last block)
 };
 
 double median(std::vector<float> v) {
@@ -807,8 +808,9 @@ void bench(const BenchOptions& o) {
   CUDA_OK(cudaGetDeviceProperties(&prop, 0));
   std::printf("device: %s, %d SMs; copy bandwidth: %.0f GB/s (2 GiB D2D, read + write)\n", prop.name,
               prop.multiProcessorCount, copy_gbs);
-  std::printf("method: attention call only (sb_attention_forward_ws), %s, L2 flushed before each, median of %d\n",
-              o.graph ? "CUDA graph replay" : "direct launch", o.reps);
+  std::printf("method: attention call only (sb_attention_forward_ws), %s, L2 flushed before each, median of %d; "
+              "keys per sequence: context - %d\n",
+              o.graph ? "CUDA graph replay" : "direct launch", o.reps, o.short_by);
   std::printf("| batch | context |");
   for (int v : o.variants) std::printf(" %s us | %s GB/s | %s %% copy |", variant_name(v).c_str(),
                                        variant_name(v).c_str(), variant_name(v).c_str());
@@ -827,7 +829,7 @@ void bench(const BenchOptions& o) {
       const size_t qe = size_t(s.H) * s.D, ke = size_t(s.Hk) * s.D;
       std::vector<uint16_t> q = rng.values(B * qe, s.dt, 2.f), kn = rng.values(B * ke, s.dt, 2.f),
                             vn = rng.values(B * ke, s.dt, 2.f);
-      std::vector<int32_t> lens(B, ctx - 1);
+      std::vector<int32_t> lens(B, ctx - 1 - o.short_by);
       const int saved_mode = g_ws_mode;
       g_ws_mode = 1;  // caller workspace of the one-pass size
       Step st(kv, 1, q, kn, vn, lens, stream);
@@ -881,7 +883,7 @@ void bench(const BenchOptions& o) {
       bool equal = true;
       for (size_t j = 1; j < nv; ++j) equal = equal && hashes[j] == hashes[0];
       all_equal = all_equal && equal;
-      const double bytes = 2.0 * B * double(ctx) * ke * 2;
+      const double bytes = 2.0 * B * double(ctx - o.short_by) * ke * 2;
       std::printf("| %d | %d |", B, ctx);
       for (size_t j = 0; j < nv; ++j) {
         const double sec = median(times[j]) * 1e-3;
@@ -912,6 +914,7 @@ int main(int argc, char** argv) {
     if (arg == "--graph") bo.graph = true;
     if (arg == "--reps" && has_value) bo.reps = std::max(1, std::atoi(argv[++i]));
     if (arg == "--max-tokens" && has_value) bo.max_tokens = std::atof(argv[++i]);
+    if (arg == "--short" && has_value) bo.short_by = std::max(0, std::atoi(argv[++i]));
     if (arg == "--variant" && has_value) set_variant(parse_variant(argv[++i]));  // every call of this run
     if (arg == "--variants" && has_value) {  // bench: the schedules to compare; tests: to run each check under
       bo.variants = parse_variants(argv[++i]);
