@@ -7,7 +7,8 @@ read a contiguous (B, Hk, context, D) cache: PyTorch SDPA with the flash and
 cuDNN backends (enable_gqa) and compiled FlexAttention. Bandwidth = the K and
 V bytes the sequences own, read once, over the time; compared with a
 device-to-device copy (bytes read + written). Each timed call is preceded by
-a 256 MiB write that flushes L2; CUDA events; median of `--reps`.
+a 256 MiB write that flushes L2; CUDA events; median of `--reps`, the
+implementations timed in turn within each repetition.
 --graph: every implementation is captured once in a CUDA graph and the
 replays are timed (how decode steps are served), so host time per call
 counts for none of them; without it the eager calls are timed.
@@ -49,6 +50,23 @@ def timed(fn, flush, reps):
         ts.append(e0.elapsed_time(e1))
     ts.sort()
     return ts[len(ts) // 2]
+
+
+def timed_interleaved(runs, flush, reps):
+    """Median ms of each of `runs` (name -> callable), every repetition
+    timing each once in turn after the same flush, so drift in clocks or
+    memory state hits all alike."""
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    ts = {name: [] for name in runs}
+    for _ in range(reps):
+        for name, fn in runs.items():
+            flush.zero_()
+            e0.record()
+            fn()
+            e1.record()
+            e1.synchronize()
+            ts[name].append(e0.elapsed_time(e1))
+    return {name: sorted(t)[len(t) // 2] for name, t in ts.items()}
 
 
 def copy_bandwidth():
@@ -107,13 +125,18 @@ def main():
             impls[name] = call
         if flex is not None and (B, ctx) in FLEX_SHAPES:
             impls["flex"] = lambda: flex(qd, kd, vd, enable_gqa=True)
+        runs = {}
         for name, fn in impls.items():
             try:
-                ms = timed(graphed(fn) if args.graph else fn, flush, args.reps)
-                row[name + "_us"] = ms * 1e3
-                row[name + "_gbs"] = kv_bytes / (ms * 1e-3) / 1e9
+                runs[name] = graphed(fn) if args.graph else fn
+                runs[name]()
+                torch.cuda.synchronize()
             except Exception as e:  # noqa: BLE001 - a peer that cannot run this shape
+                runs.pop(name, None)
                 row[name + "_error"] = f"{type(e).__name__}: {str(e)[:120]}"
+        for name, ms in timed_interleaved(runs, flush, args.reps).items():
+            row[name + "_us"] = ms * 1e3
+            row[name + "_gbs"] = kv_bytes / (ms * 1e-3) / 1e9
         print(json.dumps(row), flush=True)
         rows.append(row)
         del kc, vc, kd, vd, table

@@ -151,7 +151,8 @@ struct DkdvTmaKernel {
                                row0 * p.do_row_stride + h * p.do_head_stride;
           tile_by_hand<Cfg, kBm>(sm.q(s), qs, p.q_row_stride, u.sg.lq - m0, lane);
           tile_by_hand<Cfg, kBm>(sm.dout(s), ds, p.do_row_stride, u.sg.lq - m0, lane);
-          fence_proxy_async_smem();  // generic stores -> wgmma's async proxy
+          hand_tiles_landed();
+          fence_proxy_async_smem();  // generic-proxy writes -> wgmma's async proxy
           mbar_arrive(bars.q_full(s));
         }
         ++tile_iter;
@@ -184,6 +185,7 @@ struct DkdvTmaKernel {
                              row0 * p.v_row_stride + g * p.v_head_stride;
         tile_by_hand<Cfg, kBn>(sm.k(), ks, p.k_row_stride, u.sg.lk - u.k0, lane);
         tile_by_hand<Cfg, kBn>(sm.v(), vs, p.v_row_stride, u.sg.lk - u.k0, lane);
+        hand_tiles_landed();
         fence_proxy_async_smem();
         mbar_arrive(bars.kv_full());
       }

@@ -101,12 +101,13 @@ struct DqTmaKernel {
 
   // ---------------------------------------------------------------- producer
   // (tile loads: attention_bwd_sm90_tile_loads.h)
-  // After a hand load: every lane fences its own generic-proxy stores
+  // After a hand load: every lane waits for its own copies, fences them
   // toward the async proxy (wgmma reads them) and arrives itself, so the
   // barrier completes only once every lane's stores are ordered (the full
   // barriers count 32 arrivals; on the TMA path lane 0 arrives with the
   // transaction bytes and the other lanes plainly).
   __device__ static void signal_after_hand_load(uint64_t* bar) {
+    hand_tiles_landed();
     fence_proxy_async_smem();
     mbar_arrive(bar);
   }

@@ -8,22 +8,31 @@
 
 namespace samebits::cuda::sm90::bwd {
 
-// By the 32 lanes of one warp, with generic stores; rows >= valid_rows are
-// zero and never read. The caller fences toward the async proxy and signals.
+// By the 32 lanes of one warp, every 16-byte unit by cp.async (all in
+// flight at once; a load per unit that waited in groups of four made a
+// sequence's partial last tile cost many round trips); rows >= valid_rows
+// are zero and never read. The caller waits (hand_tiles_landed), fences
+// toward the async proxy and signals.
 template <class Cfg, int kRows>
 __device__ void tile_by_hand(uint8_t* dst, const uint16_t* src, int64_t row_stride,
                              int valid_rows, int lane) {
   constexpr int kUnitsPerRow = Cfg::kHeadDim / 8;
   constexpr int kRowBytes = Cfg::kRowBytes;
-#pragma unroll 4
+#pragma unroll 8
   for (int idx = lane; idx < kRows * kUnitsPerRow; idx += 32) {
     const int r = idx / kUnitsPerRow;
     const int unit = idx % kUnitsPerRow;
-    uint4 val = make_uint4(0, 0, 0, 0);
-    if (r < valid_rows) val = __ldg(reinterpret_cast<const uint4*>(src + r * row_stride + unit * 8));
+    const bool valid = r < valid_rows;
     uint8_t* chunk = dst + (unit / 8) * (kRows * kRowBytes);
-    *reinterpret_cast<uint4*>(chunk + r * kRowBytes + (((unit % 8) ^ (r % 8)) << 4)) = val;
+    cp_async_16(chunk + r * kRowBytes + (((unit % 8) ^ (r % 8)) << 4),
+                valid ? src + r * row_stride + unit * 8 : src, valid);
   }
+}
+
+// This lane's tile_by_hand copies have landed (its cp.async groups drained).
+__device__ __forceinline__ void hand_tiles_landed() {
+  cp_async_commit();
+  cp_async_wait<0>();
 }
 
 // By TMA: all d / 64 column chunks of one 4D map at (row, head, batch),
