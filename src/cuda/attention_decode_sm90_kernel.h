@@ -252,9 +252,8 @@ struct DecodeProducer {
   // the walk (keys n_first * Bn + q * box_rows ..) is held by lane q % 32
   // in page[q / 32]. One dependent table load in front of every block's K
   // and V issue set the producer's pace (~1,000 cycles each; clock64
-  // trace, docs/decode_design.md). Only boxes that hold keys below lk are
-  // read (the TMA blocks', then the partial last block's): no entry past the
-  // sequence is touched.
+  // trace, docs/decode_design.md). Only boxes of whole blocks below lk
+  // (the TMA blocks) are read: no entry past the sequence is touched.
   static constexpr int kBlockBoxesMax = Cfg::kBlockN / 8;  // box_rows >= 8
   static constexpr int kWalkRegs = (Cfg::kSplit / 8 + 31) / 32;
   static_assert(kBlockBoxesMax <= 32, "a block's boxes fit one warp");
@@ -266,12 +265,7 @@ struct DecodeProducer {
     WalkPages wp;
     const int k_first = w.n_first * Cfg::kBlockN;
     const int tma_blocks = max(0, min(w.n_last + 1, w.lk / Cfg::kBlockN) - w.n_first);
-    // The partial last block (if the walk reaches it) follows the TMA
-    // blocks: the boxes that hold its keys below lk (load_block_by_hand).
-    const int tail_k0 = (w.lk / Cfg::kBlockN) * Cfg::kBlockN;
-    const bool tail = w.lk > tail_k0 && w.lk / Cfg::kBlockN <= w.n_last;
-    const int tail_boxes = tail ? (w.lk - tail_k0 + p.box_rows - 1) / p.box_rows : 0;
-    const int boxes = p.block_table && p.use_tma ? tma_blocks * (Cfg::kBlockN / p.box_rows) + tail_boxes : 0;
+    const int boxes = p.block_table && p.use_tma ? tma_blocks * (Cfg::kBlockN / p.box_rows) : 0;
 #pragma unroll
     for (int r = 0; r < kWalkRegs; ++r) {
       const int q = lane + 32 * r;
@@ -312,33 +306,20 @@ struct DecodeProducer {
     if (lane != 0) mbar_arrive(bar);  // the barrier counts the 32 producer lanes
   }
 
-  // A block by hand (block `it` of the walk): keys >= lk are zero (never
-  // read, never multiplied). Issues the copies (load_rows_async); the
-  // caller commits and waits. With TMA boxes over a block table, the pages
-  // come from the walk's (read_walk_pages: box `it * Bn / box_rows + r /
-  // box_rows` holds row r); otherwise each row's entry is read here.
+  // A block by hand: keys >= lk are zero (never read, never multiplied).
+  // Issues the copies (load_rows_async); the caller commits and waits.
   __device__ static void load_block_by_hand(const AttentionDecodeParams& p, const void* base,
                                             int64_t page_stride, int64_t row_stride,
                                             int64_t head_stride, uint8_t* dst, int b, int hk,
-                                            int k0, int lk, int it, const WalkPages& wp, int lane) {
+                                            int k0, int lk, int lane) {
     const Elem* cache = static_cast<const Elem*>(base);
-    const bool walk_pages = p.use_tma && p.block_table != nullptr;
     load_rows_async<Cfg::kBlockN>(
         dst,
         [&](int r) -> const Elem* {
           const int key = k0 + r;
-          int page = 0, slot = 0;
-          if (walk_pages) {
-            const int q = it * (Cfg::kBlockN / p.box_rows) + r / p.box_rows;
-#pragma unroll
-            for (int g = 0; g < kWalkRegs; ++g) {  // every lane shuffles: the warp stays converged
-              const int v = __shfl_sync(0xffffffffu, wp.page[g], q % 32);
-              if (q / 32 == g) page = v;
-            }
-            slot = key % p.page_size;
-          }
           if (key >= lk) return nullptr;
-          if (!walk_pages) locate(p, b, key, page, slot);
+          int page, slot;
+          locate(p, b, key, page, slot);
           return cache + page * page_stride + static_cast<int64_t>(slot) * row_stride + hk * head_stride;
         },
         base, lane);
@@ -363,11 +344,11 @@ struct DecodeProducer {
       // own group has landed.
       mbar_wait(smem.k_empty(s), parity ^ 1);
       load_block_by_hand(p, p.k, p.k_page_stride, p.k_row_stride, p.k_head_stride, smem.k(s), w.b,
-                         w.hk, k0, w.lk, it, wp, lane);
+                         w.hk, k0, w.lk, lane);
       cp_async_commit();
       mbar_wait(smem.v_empty(s), parity ^ 1);
       load_block_by_hand(p, p.v, p.v_page_stride, p.v_row_stride, p.v_head_stride, smem.v(s), w.b,
-                         w.hk, k0, w.lk, it, wp, lane);
+                         w.hk, k0, w.lk, lane);
       cp_async_commit();
       cp_async_wait<1>();
       signal(smem.k_full(s));
