@@ -204,8 +204,11 @@ struct DecodeProducer {
       rows[j] = reinterpret_cast<unsigned long long>(row_ptr(lane + 32 * j));
 #pragma unroll
     for (int j = 0; j < kRowRegs; ++j) {
-#pragma unroll 8
-      for (int u = lane; u < 32 * kUnitsPerRow; u += 32) {
+      // A trip count the compiler sees as warp-uniform, so the shuffle is
+      // a plain one (a lane-dependent start compiled into collective loops).
+#pragma unroll 4
+      for (int i = 0; i < kUnitsPerRow; ++i) {
+        const int u = lane + 32 * i;
         const int r = 32 * j + u / kUnitsPerRow, unit = u % kUnitsPerRow;
         const Elem* row = reinterpret_cast<const Elem*>(__shfl_sync(0xffffffffu, rows[j], u / kUnitsPerRow));
         uint8_t* chunk = dst + (unit / 8) * (kRows * Cfg::kRowBytes);
