@@ -30,7 +30,8 @@
 // n + 1's maxima only after every warp passed block n's second barrier,
 // so every read of block n's maxima is done; it writes block n + 1's P
 // only after the first barrier of n + 1, so every warp's P V of block n
-// has read its P. One buffer of each suffices.
+// and warps 2 and 3's row sums of block n have read its P. One buffer of
+// each suffices.
 #pragma once
 
 #include "cuda/attention_decode_sm90_kernel.h"
@@ -215,6 +216,25 @@ struct DecodeMmaConsumer {
             acc[oc][2 * h + 1] = __fmul_rn(acc[oc][2 * h + 1], alpha[h]);
           }
       }
+      // l of rows g (warp 2) and g + 8 (warp 3): the forward's per-thread
+      // order (chunks ascending, then the pair) and shuffle tree, over every
+      // warp's P. Before the wait for V, which it usually fills: after P V
+      // it held warps 2 and 3, and so every warp at the next block's first
+      // barrier.
+      if (warp >= 2) {
+        const int h = warp - 2;
+        float sum = 0.f;
+#pragma unroll
+        for (int c = 0; c < kBn / 8; ++c)
+#pragma unroll
+          for (int j = 0; j < 2; ++j) sum = __fadd_rn(sum, x.p32[(c * 4 + 2 * h + j) * 32 + lane]);
+        sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 1));
+        sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 2));
+        if (h == 0)  // constant register indices: l stays in registers
+          l[0] = __fadd_rn(__fmul_rn(l[0], alpha[0]), sum);
+        else
+          l[1] = __fadd_rn(__fmul_rn(l[1], alpha[1]), sum);
+      }
       if (tid == 0 && it < 12) SB_DECODE_TRACE(4 + 5 * it);
       mbar_wait(smem.v_full(s), parity);
       if (tid == 0 && it < 12) SB_DECODE_TRACE(5 + 5 * it);
@@ -237,23 +257,6 @@ struct DecodeMmaConsumer {
       mbar_arrive(smem.v_empty(s));  // release V_n: every thread, after its reads
       if (tid == 0 && it < 12) SB_DECODE_TRACE(6 + 5 * it);
 
-      // l of rows g (warp 2) and g + 8 (warp 3): the forward's per-thread
-      // order (chunks ascending, then the pair) and shuffle tree, over every
-      // warp's P.
-      if (warp >= 2) {
-        const int h = warp - 2;
-        float sum = 0.f;
-#pragma unroll
-        for (int c = 0; c < kBn / 8; ++c)
-#pragma unroll
-          for (int j = 0; j < 2; ++j) sum = __fadd_rn(sum, x.p32[(c * 4 + 2 * h + j) * 32 + lane]);
-        sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 1));
-        sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 2));
-        if (h == 0)  // constant register indices: l stays in registers
-          l[0] = __fadd_rn(__fmul_rn(l[0], alpha[0]), sum);
-        else
-          l[1] = __fadd_rn(__fmul_rn(l[1], alpha[1]), sum);
-      }
     }
 
     // l to every warp.
