@@ -184,8 +184,7 @@ struct DecodeProducer {
   // Hand load of kRows x d into the 128B-swizzled chunk layout TMA writes
   // (the forward's Producer::load_tile_by_hand layout): element (r, c) in
   // chunk c / 64, row r, 16-byte unit ((c % 64) / 8) ^ (r % 8). row_ptr(r)
-  // (row_ptr(r, j): r = lane + 32 j) is the row's first element, or null
-  // for a zero row. The 32 lanes of
+  // is the row's first element, or null for a zero row. The 32 lanes of
   // the producer warp take part, and nothing waits on a load here: lane j
   // computes the pointers of rows j, j + 32, .. (their block-table loads in
   // flight together), then every 16-byte unit goes by cp.async (zero fill
@@ -202,7 +201,7 @@ struct DecodeProducer {
     unsigned long long rows[kRowRegs];
 #pragma unroll
     for (int j = 0; j < kRowRegs; ++j)
-      rows[j] = reinterpret_cast<unsigned long long>(row_ptr(lane + 32 * j, j));
+      rows[j] = reinterpret_cast<unsigned long long>(row_ptr(lane + 32 * j));
 #pragma unroll
     for (int j = 0; j < kRowRegs; ++j) {
       // A trip count the compiler sees as warp-uniform, so the shuffle is
@@ -310,44 +309,20 @@ struct DecodeProducer {
     if (lane != 0) mbar_arrive(bar);  // the barrier counts the 32 producer lanes
   }
 
-  // The cache slots of the partial last block's rows lane, lane + 32, ..
-  // (k0 < 0: none to locate: the walk does not reach a partial block, or
-  // every block loads by hand), located at the walk's start with the
-  // table's other reads, so the block's copies wait for no table load.
-  static constexpr int kRowRegs = Cfg::kBlockN / 32;
-  struct HandRows {
-    int k0;
-    int page[kRowRegs], slot[kRowRegs];
-  };
-
-  __device__ static HandRows locate_tail_rows(const AttentionDecodeParams& p, const DecodeWork& w, int lane) {
-    HandRows hr;
-    const int n = w.lk / Cfg::kBlockN;
-    hr.k0 = p.use_tma && w.lk % Cfg::kBlockN != 0 && n >= w.n_first && n <= w.n_last ? n * Cfg::kBlockN : -1;
-#pragma unroll
-    for (int j = 0; j < kRowRegs; ++j) {
-      const int key = hr.k0 + lane + 32 * j;
-      hr.page[j] = 0;
-      hr.slot[j] = 0;
-      if (hr.k0 >= 0 && key < w.lk) locate(p, w.b, key, hr.page[j], hr.slot[j]);
-    }
-    return hr;
-  }
-
   // A block by hand: keys >= lk are zero (never read, never multiplied).
   // Issues the copies (load_rows_async); the caller commits and waits.
   __device__ static void load_block_by_hand(const AttentionDecodeParams& p, const void* base,
                                             int64_t page_stride, int64_t row_stride,
                                             int64_t head_stride, uint8_t* dst, int b, int hk,
-                                            int k0, int lk, const HandRows& hr, int lane) {
+                                            int k0, int lk, int lane) {
     const Elem* cache = static_cast<const Elem*>(base);
     load_rows_async<Cfg::kBlockN>(
         dst,
-        [&](int r, int j) -> const Elem* {
+        [&](int r) -> const Elem* {
           const int key = k0 + r;
           if (key >= lk) return nullptr;
-          int page = hr.page[j], slot = hr.slot[j];
-          if (hr.k0 != k0) locate(p, b, key, page, slot);
+          int page, slot;
+          locate(p, b, key, page, slot);
           return cache + page * page_stride + static_cast<int64_t>(slot) * row_stride + hk * head_stride;
         },
         base, lane);
@@ -356,7 +331,7 @@ struct DecodeProducer {
   // Block `it` (0-based) of the walk, n = n_first + it, into stage
   // it % kStages once every consumer warp released the stage.
   __device__ static void load_kv(const AttentionDecodeParams& p, const DecodeWork& w,
-                                 const DecodeSmem<Cfg>& smem, int it, const WalkPages& wp, const HandRows& hr, int lane) {
+                                 const DecodeSmem<Cfg>& smem, int it, const WalkPages& wp, int lane) {
     const int s = it % Cfg::kStages;
     const uint32_t parity = (it / Cfg::kStages) & 1;
     const int k0 = (w.n_first + it) * Cfg::kBlockN;
@@ -372,11 +347,11 @@ struct DecodeProducer {
       // own group has landed.
       mbar_wait(smem.k_empty(s), parity ^ 1);
       load_block_by_hand(p, p.k, p.k_page_stride, p.k_row_stride, p.k_head_stride, smem.k(s), w.b,
-                         w.hk, k0, w.lk, hr, lane);
+                         w.hk, k0, w.lk, lane);
       cp_async_commit();
       mbar_wait(smem.v_empty(s), parity ^ 1);
       load_block_by_hand(p, p.v, p.v_page_stride, p.v_row_stride, p.v_head_stride, smem.v(s), w.b,
-                         w.hk, k0, w.lk, hr, lane);
+                         w.hk, k0, w.lk, lane);
       cp_async_commit();
       cp_async_wait<1>();
       signal(smem.k_full(s));
@@ -395,11 +370,10 @@ struct DecodeProducer {
     }
     const int blocks = w.n_last - w.n_first + 1;
     const WalkPages wp = read_walk_pages(p, w, lane);
-    const HandRows hr = locate_tail_rows(p, w, lane);
     // Q: kQRows (64, kMma 16) packed rows; rows past the wave are zero.
     const Elem* q = static_cast<const Elem*>(p.q) + w.b * p.q_batch_stride;
     const int G = p.head_group;
-    const auto q_row = [&](int r, int = 0) -> const Elem* {
+    const auto q_row = [&](int r) -> const Elem* {
       const int R = w.r_begin + r;
       if (R >= w.r_end) return nullptr;
       const int i = p.q_begin + R / G, h = w.hk * G + R % G;
@@ -413,17 +387,17 @@ struct DecodeProducer {
       uint4 qv[kQUnits];
       load_q_regs(qv, q_row, lane);
       const int early = min(Cfg::kStages, blocks);
-      for (int it = 0; it < early; ++it) load_kv(p, w, smem, it, wp, hr, lane);
+      for (int it = 0; it < early; ++it) load_kv(p, w, smem, it, wp, lane);
       store_q_regs(smem.q(), qv, lane);
       signal(smem.q_full());
       if (lane == 0) SB_DECODE_TRACE(97);
-      for (int it = early; it < blocks; ++it) load_kv(p, w, smem, it, wp, hr, lane);
+      for (int it = early; it < blocks; ++it) load_kv(p, w, smem, it, wp, lane);
     } else {
       // kEarlyKv: the blocks of the first stages (whose empty barriers are
       // still in their initial phase: no wait) are requested before Q, so
       // the Q loads' latency overlaps theirs instead of preceding it.
       const int early = Cfg::kEarlyKv ? min(Cfg::kStages, blocks) : 0;
-      for (int it = 0; it < early; ++it) load_kv(p, w, smem, it, wp, hr, lane);
+      for (int it = 0; it < early; ++it) load_kv(p, w, smem, it, wp, lane);
       load_rows_async<Cfg::kQRows>(smem.q(), q_row, p.q, lane);
       cp_async_commit();
       cp_async_wait<0>();
@@ -432,7 +406,7 @@ struct DecodeProducer {
 
       // K, V blocks ascending; a stage is refilled once every consumer warp
       // released it (k_empty, v_empty).
-      for (int it = early; it < blocks; ++it) load_kv(p, w, smem, it, wp, hr, lane);
+      for (int it = early; it < blocks; ++it) load_kv(p, w, smem, it, wp, lane);
     }
   }
 };
