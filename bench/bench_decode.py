@@ -2,7 +2,7 @@
 
 One query token per sequence attends to `context` cached keys: head dim 128,
 64 query heads over 8 KV heads (GQA 8:1), bf16. samebits reads a paged cache
-(page 64, pages scattered) through samebits.attention_with_kvcache; the peers
+(page 64 or --page, pages scattered) through samebits.attention_with_kvcache; the peers
 read a contiguous (B, Hk, context, D) cache: PyTorch SDPA with the flash and
 cuDNN backends (enable_gqa) and compiled FlexAttention. Bandwidth = the K and
 V bytes the sequences own, read once, over the time; compared with a
@@ -31,7 +31,7 @@ import torch.nn.functional as F
 import samebits
 from bench_util import graphed
 
-H, HK, D, PAGE = 64, 8, 128, 64
+H, HK, D = 64, 8, 128
 SHAPES = [(b, c) for b in (1, 4, 16, 64, 256) for c in (1024, 4096, 16384, 32768, 131072) if b * c <= 4 << 20]
 FLEX_SHAPES = {(1, 32768), (1, 131072), (16, 16384), (64, 4096)}
 
@@ -83,7 +83,9 @@ def main():
     ap.add_argument("--no-flex", action="store_true")
     ap.add_argument("--graph", action="store_true", help="time CUDA-graph replays of every implementation")
     ap.add_argument("--short", type=int, default=0, help="keys per sequence: context - SHORT")
+    ap.add_argument("--page", type=int, default=64, help="page size of samebits' cache (16..256)")
     args = ap.parse_args()
+    PAGE = args.page
     torch.manual_seed(0)
     dev = "cuda"
     # the per-call value checks read block_table on the host (a sync); a
@@ -142,13 +144,14 @@ def main():
         del kc, vc, kd, vd, table
         torch.cuda.empty_cache()
     os.makedirs(args.out, exist_ok=True)
-    tag = ("_graph" if args.graph else "") + (f"_short{args.short}" if args.short else "")
+    tag = (("_graph" if args.graph else "") + (f"_short{args.short}" if args.short else "")
+           + (f"_page{args.page}" if args.page != 64 else ""))
     with open(os.path.join(args.out, f"bench_decode{tag}.json"), "w") as f:
         json.dump(rows, f, indent=1)
     names = ["samebits", "flash", "cudnn", "flex"]
     mode = "CUDA-graph replays" if args.graph else "eager calls"
     lines = [f"copy bandwidth {copy_gbs:.0f} GB/s; GB/s of K/V read (% of copy); {mode}; "
-             f"keys per sequence: context - {args.short}", "",
+             f"keys per sequence: context - {args.short}; page {args.page}", "",
              "| batch | context | " + " | ".join(names) + " | samebits / best peer |",
              "|---|---|" + "---|" * (len(names) + 1)]
     for r in rows:
