@@ -298,7 +298,10 @@ struct DecodeProducer {
         const int v = __shfl_sync(0xffffffffu, wp.page[r], q % 32);
         if (q / 32 == r) page = v;
       }
-      slot %= p.page_size;
+      // TMA over pages (use_tma): a block is whole pages (box = page, so
+      // every box starts a page) or lies inside one page (one box): no
+      // division on the request path unless pages are larger than a block.
+      slot = p.page_size <= Cfg::kBlockN ? 0 : k0 % p.page_size;
     }
     if (lane < boxes) {
 #pragma unroll
