@@ -68,7 +68,9 @@ struct DecodeMmaConsumer {
   __device__ static void run(const AttentionDecodeParams& p, const DecodeWork& w,
                              const DecodeSmem<Cfg>& smem) {
     const int tid = threadIdx.x;  // 0..127
-    const int warp = tid / 32, lane = tid % 32, g = lane / 4, q4 = lane % 4;
+    // warp: made warp-uniform for the compiler (no divergence checks around
+    // the row-sum warps' shuffles)
+    const int warp = __shfl_sync(0xffffffffu, tid / 32, 0), lane = tid % 32, g = lane / 4, q4 = lane % 4;
     const Visibility vis = decode_visibility(p, w.lk);
     const ScoreMod score = decode_score_mod(p);
     uint8_t* xb = smem.x();
