@@ -1,6 +1,7 @@
 // CPU backend thread pool (see thread_pool.h).
 #include "cpu/thread_pool.h"
 
+#include <pthread.h>
 #include <unistd.h>
 
 #include "core/backend.h"
@@ -18,8 +19,32 @@ void test_pause() {
 #endif
 
 ThreadPool& ThreadPool::get() {
-  static ThreadPool* pool = new ThreadPool();  // intentionally leaked
+  static ThreadPool* pool = [] {
+    ThreadPool* p = new ThreadPool();  // intentionally leaked
+    // A fork while another thread is inside parallel_for (or a worker holds
+    // mu_) would copy a locked mutex into a child that has no thread to
+    // unlock it: the forking thread holds both across the fork instead, so
+    // the child starts with free mutexes and no workers (it starts its own).
+    pthread_atfork([] { ThreadPool::get().before_fork(); }, [] { ThreadPool::get().after_fork(false); },
+                   [] { ThreadPool::get().after_fork(true); });
+    return p;
+  }();
   return *pool;
+}
+
+void ThreadPool::before_fork() {
+  call_mu_.lock();  // no parallel_for or resize in flight
+  mu_.lock();       // no worker between its wait and its arrival
+}
+
+void ThreadPool::after_fork(bool child) {
+  if (child) {
+    workers_.clear();  // the parent's threads do not exist here
+    started_ = false;
+    busy_ = 0;
+  }
+  mu_.unlock();
+  call_mu_.unlock();
 }
 
 void ThreadPool::start(int n) {

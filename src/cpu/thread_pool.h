@@ -32,6 +32,8 @@ class ThreadPool {
 
  private:
   ThreadPool() = default;
+  void before_fork();            // pthread_atfork handlers (see get())
+  void after_fork(bool child);
   void start(int n);
   void stop();
   void worker_loop(uint64_t seen);  // seen: the generation at its start

@@ -1,12 +1,15 @@
 // The CPU thread pool under churn: a pool resized right before every call
 // (as the Python tests do before each test) must run every item exactly once
-// before parallel_for returns, and must never hang. A watchdog turns a hang
+// before parallel_for returns, and must never hang; a child forked while
+// another thread is inside parallel_for must get a working pool. A watchdog turns a hang
 // into a failure with a message instead of a CI timeout.
 #include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <thread>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
 #include <algorithm>
 
@@ -60,9 +63,45 @@ int churn(int calls) {
   return early;
 }
 
+// Forks while another thread keeps the pool busy; returns the number of
+// children whose pool did not run a call to completion within 10 s (a
+// child that inherited a locked mutex hangs and is killed by its alarm).
+int fork_rounds(int rounds) {
+  samebits::cpu::ThreadPool& pool = samebits::cpu::ThreadPool::get();
+  pool.set_num_threads(3);
+  std::atomic<bool> stop{false};
+  std::thread busy([&] {
+    while (!stop.load()) {
+      pool.parallel_for(16, [](int64_t) {
+        volatile double x = 0;
+        for (int k = 0; k < 2000; ++k) x = x + 1e-3 * k;
+      });
+    }
+  });
+  int bad = 0;
+  for (int r = 0; r < rounds; ++r) {
+    const pid_t pid = fork();
+    CHECK(pid >= 0);
+    if (pid == 0) {
+      alarm(10);
+      std::atomic<int64_t> n{0};
+      samebits::cpu::ThreadPool::get().parallel_for(32, [&](int64_t) { n.fetch_add(1); });
+      _exit(n.load() == 32 ? 0 : 3);
+    }
+    int status = 0;
+    CHECK(waitpid(pid, &status, 0) == pid);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) ++bad;
+    g_progress.fetch_add(1);
+  }
+  stop.store(true);
+  busy.join();
+  return bad;
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const int forks = argc > 1 ? std::atoi(argv[1]) : 200;
   std::thread(watchdog).detach();
   // Busy threads beyond the cores, so pool threads get preempted at any point
   // (a loaded CI machine).
@@ -79,6 +118,9 @@ int main() {
   for (std::thread& t : hogs) t.join();
   std::printf("3000 resize-then-run rounds: %d returned before their items finished\n", early);
   CHECK(early == 0);
+  const int hung = fork_rounds(forks);
+  std::printf("%d forks while another thread runs parallel_for: %d children's pools hung\n", forks, hung);
+  CHECK(hung == 0);
   std::printf("test_thread_pool: ok\n");
   return 0;
 }
