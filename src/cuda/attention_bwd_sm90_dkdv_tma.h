@@ -149,8 +149,8 @@ struct DkdvTmaKernel {
                                row0 * p.q_row_stride + h * p.q_head_stride;
           const uint16_t* ds = static_cast<const uint16_t*>(p.dout) + b * p.do_batch_stride +
                                row0 * p.do_row_stride + h * p.do_head_stride;
-          tile_by_hand<Cfg, kBm>(sm.q(s), qs, p.q_row_stride, u.sg.lq - m0, lane);
-          tile_by_hand<Cfg, kBm>(sm.dout(s), ds, p.do_row_stride, u.sg.lq - m0, lane);
+          load_tile<kBm, Cfg::kHeadDim, 32>(sm.q(s), qs, p.q_row_stride, u.sg.lq - m0, lane);
+          load_tile<kBm, Cfg::kHeadDim, 32>(sm.dout(s), ds, p.do_row_stride, u.sg.lq - m0, lane);
           hand_tiles_landed();
           fence_proxy_async_smem();  // generic-proxy writes -> wgmma's async proxy
           mbar_arrive(bars.q_full(s));
@@ -183,8 +183,8 @@ struct DkdvTmaKernel {
                              row0 * p.k_row_stride + g * p.k_head_stride;
         const uint16_t* vs = static_cast<const uint16_t*>(p.v) + b * p.v_batch_stride +
                              row0 * p.v_row_stride + g * p.v_head_stride;
-        tile_by_hand<Cfg, kBn>(sm.k(), ks, p.k_row_stride, u.sg.lk - u.k0, lane);
-        tile_by_hand<Cfg, kBn>(sm.v(), vs, p.v_row_stride, u.sg.lk - u.k0, lane);
+        load_tile<kBn, Cfg::kHeadDim, 32>(sm.k(), ks, p.k_row_stride, u.sg.lk - u.k0, lane);
+        load_tile<kBn, Cfg::kHeadDim, 32>(sm.v(), vs, p.v_row_stride, u.sg.lk - u.k0, lane);
         hand_tiles_landed();
         fence_proxy_async_smem();
         mbar_arrive(bars.kv_full());

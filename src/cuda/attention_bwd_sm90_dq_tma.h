@@ -154,8 +154,8 @@ struct DqTmaKernel {
                                row0 * p.k_row_stride + hk * p.k_head_stride;
           const uint16_t* vs = static_cast<const uint16_t*>(p.v) + b * p.v_batch_stride +
                                row0 * p.v_row_stride + hk * p.v_head_stride;
-          tile_by_hand<Cfg, kBn>(sm.k(s), ks, p.k_row_stride, u.sg.lk - k0, lane);
-          tile_by_hand<Cfg, kBn>(sm.v(s), vs, p.v_row_stride, u.sg.lk - k0, lane);
+          load_tile<kBn, Cfg::kHeadDim, 32>(sm.k(s), ks, p.k_row_stride, u.sg.lk - k0, lane);
+          load_tile<kBn, Cfg::kHeadDim, 32>(sm.v(s), vs, p.v_row_stride, u.sg.lk - k0, lane);
           signal_after_hand_load(sm.kv_full(s));
         }
         ++tile_iter;
@@ -187,8 +187,8 @@ struct DqTmaKernel {
                              row0 * p.q_row_stride + h * p.q_head_stride;
         const uint16_t* ds = static_cast<const uint16_t*>(p.dout) + b * p.do_batch_stride +
                              row0 * p.do_row_stride + h * p.do_head_stride;
-        tile_by_hand<Cfg, kBm>(sm.q(), qs, p.q_row_stride, u.sg.lq - u.m0, lane);
-        tile_by_hand<Cfg, kBm>(sm.dout(), ds, p.do_row_stride, u.sg.lq - u.m0, lane);
+        load_tile<kBm, Cfg::kHeadDim, 32>(sm.q(), qs, p.q_row_stride, u.sg.lq - u.m0, lane);
+        load_tile<kBm, Cfg::kHeadDim, 32>(sm.dout(), ds, p.do_row_stride, u.sg.lq - u.m0, lane);
         signal_after_hand_load(sm.q_full());
       }
 

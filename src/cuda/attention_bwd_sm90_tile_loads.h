@@ -8,28 +8,11 @@
 
 namespace samebits::cuda::sm90::bwd {
 
-// By the 32 lanes of one warp, every 16-byte unit by cp.async (all in
-// flight at once; a load per unit that waited in groups of four made a
-// sequence's partial last tile cost many round trips); rows >= valid_rows
-// are zero and never read. The caller waits (hand_tiles_landed), fences
-// toward the async proxy and signals.
-template <class Cfg, int kRows>
-__device__ void tile_by_hand(uint8_t* dst, const uint16_t* src, int64_t row_stride,
-                             int valid_rows, int lane) {
-  constexpr int kUnitsPerRow = Cfg::kHeadDim / 8;
-  constexpr int kRowBytes = Cfg::kRowBytes;
-#pragma unroll 8
-  for (int idx = lane; idx < kRows * kUnitsPerRow; idx += 32) {
-    const int r = idx / kUnitsPerRow;
-    const int unit = idx % kUnitsPerRow;
-    const bool valid = r < valid_rows;
-    uint8_t* chunk = dst + (unit / 8) * (kRows * kRowBytes);
-    cp_async_16(chunk + r * kRowBytes + (((unit % 8) ^ (r % 8)) << 4),
-                valid ? src + r * row_stride + unit * 8 : src, valid);
-  }
-}
+// By hand (a tile that crosses lq or lk): load_tile<kRows, d, 32> by the 32
+// lanes of the producer warp (sm90_primitives.h), then hand_tiles_landed,
+// a fence toward the async proxy and the signal.
 
-// This lane's tile_by_hand copies have landed (its cp.async groups drained).
+// This lane's hand-load copies have landed (its cp.async groups drained).
 __device__ __forceinline__ void hand_tiles_landed() {
   cp_async_commit();
   cp_async_wait<0>();

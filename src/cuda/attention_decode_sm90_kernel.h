@@ -182,7 +182,7 @@ struct DecodeProducer {
   }
 
   // Hand load of kRows x d into the 128B-swizzled chunk layout TMA writes
-  // (the forward's Producer::load_tile_by_hand layout): element (r, c) in
+  // (load_tile's layout, sm90_primitives.h): element (r, c) in
   // chunk c / 64, row r, 16-byte unit ((c % 64) / 8) ^ (r % 8). row_ptr(r)
   // is the row's first element, or null for a zero row. The 32 lanes of
   // the producer warp take part, and nothing waits on a load here: lane j

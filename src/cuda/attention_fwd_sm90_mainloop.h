@@ -86,26 +86,10 @@ template <class Cfg>
 struct Producer {
   using Elem = std::conditional_t<Cfg::kBf16, __nv_bfloat16, __half>;
 
-  // Hand load of a kRows x d tile into the 128B-swizzled chunk layout that
-  // TMA writes: element (r, c) lives in chunk c / 64 at row r, 16-byte unit
-  // ((c % 64) / 8) ^ (r % 8). Rows >= valid_rows are zero. The 32 lanes of
-  // the producer warp issue every 16-byte unit by cp.async (zero fill past
-  // valid_rows), all in flight at once; the caller commits the group and
-  // signals once it landed (signal_after_hand_load).
-  template <int kRows>
-  __device__ static void load_tile_by_hand(uint8_t* dst, const Elem* src, int64_t row_stride,
-                                           int valid_rows, int tid) {
-    constexpr int kUnitsPerRow = Cfg::kHeadDim / 8;  // 16-byte units
-#pragma unroll 8
-    for (int idx = tid; idx < kRows * kUnitsPerRow; idx += 32) {
-      const int r = idx / kUnitsPerRow;
-      const int unit = idx % kUnitsPerRow;
-      const bool valid = r < valid_rows;
-      uint8_t* chunk = dst + (unit / 8) * (kRows * Cfg::kRowBytes);
-      cp_async_16(chunk + r * Cfg::kRowBytes + (((unit % 8) ^ (r % 8)) << 4),
-                  valid ? src + r * row_stride + unit * 8 : src, valid);
-    }
-  }
+  // A tile that crosses lq or lk is loaded by hand: load_tile<kRows, d, 32>
+  // (sm90_primitives.h) by the producer warp, rows past the end zero, every
+  // 16-byte unit by cp.async; the caller commits the group and signals once
+  // it landed (signal_after_hand_load).
 
   // Signals `bar` after a hand load, once this lane's cp.async groups but
   // the newest kPending landed: every writer fences its writes toward the
@@ -148,7 +132,7 @@ struct Producer {
       } else {
         const Elem* src = static_cast<const Elem*>(p.q) + w.q_batch * p.q_batch_stride +
                           (int64_t)(w.q_row0 + range.m0) * p.q_row_stride + w.h * p.q_head_stride;
-        load_tile_by_hand<Cfg::kBlockM>(smem.q(), src, p.q_row_stride, w.lq - range.m0, tid);
+        load_tile<Cfg::kBlockM, Cfg::kHeadDim, 32>(smem.q(), src, p.q_row_stride, w.lq - range.m0, tid);
         cp_async_commit();
         signal_after_hand_load(smem.q_full(), tid);
       }
@@ -183,12 +167,12 @@ struct Producer {
           const Elem* ksrc = static_cast<const Elem*>(p.k) + w.k_batch * p.k_batch_stride +
                              (int64_t)(w.k_row0 + k0) * p.k_row_stride + hk * p.k_head_stride;
           mbar_wait(smem.k_empty(s), parity ^ 1);
-          load_tile_by_hand<Cfg::kBlockN>(smem.k(s), ksrc, p.k_row_stride, valid, tid);
+          load_tile<Cfg::kBlockN, Cfg::kHeadDim, 32>(smem.k(s), ksrc, p.k_row_stride, valid, tid);
           cp_async_commit();
           const Elem* vsrc = static_cast<const Elem*>(p.v) + w.k_batch * p.v_batch_stride +
                              (int64_t)(w.k_row0 + k0) * p.v_row_stride + hk * p.v_head_stride;
           mbar_wait(smem.v_empty(s), parity ^ 1);
-          load_tile_by_hand<Cfg::kBlockN>(smem.v(s), vsrc, p.v_row_stride, valid, tid);
+          load_tile<Cfg::kBlockN, Cfg::kHeadDim, 32>(smem.v(s), vsrc, p.v_row_stride, valid, tid);
           cp_async_commit();  // K's and V's copies in flight together
           signal_after_hand_load<1>(smem.k_full(s), tid);
           signal_after_hand_load(smem.v_full(s), tid);

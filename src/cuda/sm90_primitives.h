@@ -195,6 +195,34 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(kPending) : "memory");
 }
 
+// Issues the loads of a kRows x kD tile (16-bit elements) into the
+// swizzled chunk layout: element (r, c) lives in chunk c / 64 at row r,
+// 16-byte unit ((c % 64) / 8) ^ (r % 8) — what TMA writes with
+// CU_TENSOR_MAP_SWIZZLE_128B and 64-column boxes. Rows >= valid_rows are
+// zero. `src` points at row 0 (any address when valid_rows <= 0).
+// kThreads threads take part, every unit in flight at once (the hand load
+// of a sequence's partial last tile in the forward and the backward too,
+// with kThreads = 32); the caller commits, waits, fences toward the async
+// proxy and synchronizes.
+template <int kRows, int kD, int kThreads>
+__device__ __forceinline__ void load_tile(uint8_t* dst, const void* src_bytes, int64_t row_stride,
+                                          int valid_rows, int tid) {
+  const uint16_t* src = static_cast<const uint16_t*>(src_bytes);
+  constexpr int kUnitsPerRow = kD / 8;
+  constexpr int kRowBytes = 128;
+  static_assert((kRows * kUnitsPerRow) % kThreads == 0, "whole rounds of 16-byte units");
+#pragma unroll 4
+  for (int it = 0; it < kRows * kUnitsPerRow / kThreads; ++it) {
+    const int idx = tid + it * kThreads;
+    const int r = idx / kUnitsPerRow;
+    const int unit = idx % kUnitsPerRow;
+    const bool valid = r < valid_rows;
+    const uint16_t* s = valid ? src + r * row_stride + unit * 8 : src;
+    uint8_t* chunk = dst + (unit / 8) * (kRows * kRowBytes);
+    cp_async_16(chunk + r * kRowBytes + (((unit % 8) ^ (r % 8)) << 4), s, valid);
+  }
+}
+
 // ---------------------------------------------------------------- math
 // Fixed-precision helpers: the numerics contract names every rounding, so
 // these are never contracted into FMAs or replaced by approximations the
