@@ -52,7 +52,11 @@ def attention(q, k, v, *, causal=False, softmax_scale=None, window_size=(-1, -1)
     log) when return_lse. Differentiable in q, k, v.
     """
     scale, softcap, left, right = _resolve(q, causal, softmax_scale, window_size, softcap)
-    out, lse = torch.ops.samebits.attn_fwd(q, k, v, None, None, 0, 0, scale, softcap, left, right)
+    args = (q, k, v, None, None, 0, 0, scale, softcap, left, right)
+    if _plain_eager(q, k, v, grad_ok=True):
+        out, lse = _ops.attention_eager(*args)  # the op's bodies without the dispatcher
+    else:
+        out, lse = torch.ops.samebits.attn_fwd(*args)
     return (out, lse) if return_lse else out
 
 
@@ -64,9 +68,12 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q=None, max
     (results never depend on them). Returns out (total_q, H, D), and lse
     float32 (H, total_q) when return_lse."""
     scale, softcap, left, right = _resolve(q, causal, softmax_scale, window_size, softcap)
-    out, lse = torch.ops.samebits.attn_fwd(
-        q, k, v, cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q or 0), int(max_seqlen_k or 0), scale, softcap,
-        left, right)
+    args = (q, k, v, cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q or 0), int(max_seqlen_k or 0), scale, softcap,
+            left, right)
+    if _plain_eager(q, k, v, cu_seqlens_q, cu_seqlens_k, grad_ok=True):
+        out, lse = _ops.attention_eager(*args)
+    else:
+        out, lse = torch.ops.samebits.attn_fwd(*args)
     return (out, lse) if return_lse else out
 
 
@@ -102,17 +109,20 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, *, cache_seqlens
     return (out, lse) if return_lse else out
 
 
-def _plain_eager(*tensors) -> bool:
+def _plain_eager(*tensors, grad_ok: bool = False) -> bool:
     """True when running an op's Python body directly is what dispatching it
     would do: no torch.compile / export tracing, no active torch function or
     dispatch mode, only plain tensors (no fake, functional or other
-    subclass), none of which autograd tracks."""
+    subclass), none of which autograd tracks (grad_ok: the caller brings the
+    op's autograd formula itself, ops.attention_eager)."""
     if torch.compiler.is_compiling() or torch._C._is_torch_function_mode_enabled():
         return False
     if _python_dispatch._get_current_dispatch_mode() is not None:
         return False
+    if torch._C._functorch.peek_interpreter_stack() is not None:  # inside vmap / grad / jvp
+        return False
     for t in tensors:
-        if t is not None and (type(t) is not torch.Tensor or t.requires_grad):
+        if t is not None and (type(t) is not torch.Tensor or (t.requires_grad and not grad_ok)):
             return False
     return True
 

@@ -171,14 +171,25 @@ def attn_bwd(
     if varlen and V.values_checkable(q.device):
         V.check_cu_seqlens_values("cu_seqlens_q", cu_seqlens_q, q.shape[0], "q")
         V.check_cu_seqlens_values("cu_seqlens_k", cu_seqlens_k, k.shape[0], "k")
+    return _attn_bwd_run(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, softmax_scale, softcap, window_left,
+                         window_right, varlen)
+
+
+def _attn_bwd_run(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, softmax_scale, softcap, window_left,
+                  window_right, varlen: bool):
+    """attn_bwd's body after its checks (the eager path of attention() calls
+    it directly: the forward checked q, k, v and the options)."""
     if dout.stride(-1) != 1:
         dout = dout.contiguous()
-    # Zero-initialised so that keys or rows no sequence reaches read as 0.
-    dq = torch.zeros(q.shape, dtype=q.dtype, device=q.device)
-    dk = torch.zeros(k.shape, dtype=k.dtype, device=k.device)
-    dv = torch.zeros(v.shape, dtype=v.dtype, device=v.device)
+    # The kernels write every element of a dense batch's dq, dk, dv (the C
+    # tests poison them with NaN first). A packed batch may hold rows past
+    # its last sequence, which no kernel reaches: those must read as 0.
+    alloc = torch.zeros if varlen else torch.empty
+    dq = alloc(q.shape, dtype=q.dtype, device=q.device)
+    dk = alloc(k.shape, dtype=k.dtype, device=k.device)
+    dv = alloc(v.shape, dtype=v.dtype, device=v.device)
     if q.numel() == 0 or k.numel() == 0:
-        return dq, dk, dv
+        return dq.zero_(), dk.zero_(), dv.zero_()
     p = _base_params(q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale, softcap, window_left, window_right)
     p.out, p.lse = _view4(out), _view_lse(lse)
     p.dout, p.dq, p.dk, p.dv = _view4(dout), _view4(dq), _view4(dk), _view4(dv)
@@ -210,6 +221,44 @@ def _fwd_backward(ctx, dout, dlse):
 
 
 attn_fwd.register_autograd(_fwd_backward, setup_context=_fwd_setup_context)
+
+
+# --- eager path ----------------------------------------------------------------
+# Dispatching attn_fwd / attn_bwd through torch.ops costs a few hundred us of
+# host time a call on a busy host (the custom op's autograd and redispatch
+# layers, on top of the bodies above), which a GPU waiting for the launch
+# pays in full. Plain eager calls run the same bodies through one
+# autograd.Function instead; traced or moded calls keep the ops.
+
+
+class _AttentionFn(torch.autograd.Function):
+    """attn_fwd's body forward, _attn_bwd_run backward: the ops' kernels and
+    formula without the dispatcher."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, cu_q, cu_k, max_q, max_k, scale, softcap, wl, wr):
+        out, lse = attn_fwd._init_fn(q, k, v, cu_q, cu_k, max_q, max_k, scale, softcap, wl, wr)
+        ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k)
+        ctx.args = (scale, softcap, wl, wr)
+        ctx.varlen = cu_q is not None
+        ctx.mark_non_differentiable(lse)
+        return out, lse
+
+    @staticmethod
+    def backward(ctx, dout, dlse):
+        q, k, v, out, lse, cu_q, cu_k = ctx.saved_tensors
+        scale, softcap, wl, wr = ctx.args
+        V.check_backward(dout, out, lse, _lse_shape(q, ctx.varlen))
+        dq, dk, dv = _attn_bwd_run(dout, q, k, v, out, lse, cu_q, cu_k, scale, softcap, wl, wr, ctx.varlen)
+        return dq, dk, dv, None, None, None, None, None, None, None, None
+
+
+def attention_eager(q, k, v, cu_q, cu_k, max_q, max_k, scale, softcap, wl, wr) -> tuple[Tensor, Tensor]:
+    """attn_fwd (with its autograd formula) for a caller that checked
+    plain_eager(q, k, v, cu_q, cu_k, grad_ok=True)."""
+    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
+        return _AttentionFn.apply(q, k, v, cu_q, cu_k, max_q, max_k, scale, softcap, wl, wr)
+    return attn_fwd._init_fn(q, k, v, cu_q, cu_k, max_q, max_k, scale, softcap, wl, wr)
 
 
 # --- KV cache ----------------------------------------------------------------

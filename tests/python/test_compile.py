@@ -141,3 +141,68 @@ def test_kvcache_eager_fast_path_is_the_op():
     assert out3.grad_fn is not None
     with pytest.raises(RuntimeError, match="no autograd formula"):
         out3.sum().backward()
+
+
+def _grads_via_ops(q, k, v, dout, cu=None, **kw):
+    """Forward and backward through torch.ops.samebits (the dispatched ops)."""
+    args = (q, k, v, cu, cu, 0, 0, kw["scale"], kw.get("softcap", 0.0), kw["wl"], kw["wr"])
+    out, lse = torch.ops.samebits.attn_fwd(*args)
+    dq, dk, dv = torch.ops.samebits.attn_bwd(dout, *args[:3], out, lse, *args[3:])
+    return out, lse, dq, dk, dv
+
+
+@pytest.mark.parametrize("case", ["dense", "dense_window_softcap", "varlen"])
+def test_attention_eager_fast_path_is_the_op(case):
+    """attention() and attention_varlen() run the ops' bodies through one
+    autograd.Function for plain eager calls: out, lse and the gradients equal
+    the dispatched ops' bit for bit; the fast path is the one taken; the op
+    is taken where the fast path would be wrong (torch.compile is covered by
+    the tests above, a dispatch mode here)."""
+    g = torch.Generator().manual_seed(3)
+    H, Hk, D = 4, 2, 32
+    kw = dict(scale=D ** -0.5, wl=-1, wr=0)
+    call = dict(causal=True, return_lse=True)
+    if case == "dense_window_softcap":
+        kw.update(wl=5, softcap=7.0)
+        call.update(window_size=(5, -1), softcap=7.0)
+    if case == "varlen":
+        lens = [5, 19, 1]
+        cu = torch.tensor([0, 5, 24, 25], dtype=torch.int32)
+        q, k, v = (torch.randn(25, h, D, generator=g) for h in (H, Hk, Hk))
+        fn = lambda q, k, v: samebits.attention_varlen(q, k, v, cu, cu, **call)
+    else:
+        cu = None
+        q = torch.randn(2, 9, H, D, generator=g)  # Lq < Lk: bottom-right causal
+        k, v = (torch.randn(2, 13, Hk, D, generator=g) for _ in range(2))
+        fn = lambda q, k, v: samebits.attention(q, k, v, **call)
+    qg, kg, vg = (t.clone().requires_grad_(True) for t in (q, k, v))
+    out, lse = fn(qg, kg, vg)
+    assert type(out.grad_fn).__name__ == "_AttentionFnBackward"  # the fast path ran
+    dout = torch.randn(out.shape, generator=g)
+    grads = torch.autograd.grad(out, (qg, kg, vg), dout)
+    want = _grads_via_ops(q, k, v, dout, cu, **kw)
+    got = (out, lse) + tuple(grads)
+    assert all(torch.equal(a, b) for a, b in zip(got, want))
+    # negative control: one changed key changes the gradients compared above
+    k2 = k.clone()
+    k2.view(-1)[7] += 0.5
+    other = _grads_via_ops(q, k2, v, dout, cu, **kw)
+    assert not torch.equal(other[2], want[2])
+    # without autograd the body runs alone (no graph), same bits
+    with torch.no_grad():
+        out_ng, lse_ng = fn(qg, kg, vg)
+    assert out_ng.grad_fn is None and torch.equal(out_ng, out) and torch.equal(lse_ng, lse)
+    # under a dispatch mode the dispatched op runs (and gives the same bits)
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Seen(TorchDispatchMode):
+        ops = set()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            Seen.ops.add(str(func))
+            return func(*args, **(kwargs or {}))
+
+    with Seen():
+        out_m, _ = fn(q, k, v)
+    assert any("samebits.attn_fwd" in o for o in Seen.ops)
+    assert torch.equal(out_m, out)

@@ -115,6 +115,46 @@ def test_backward_runs_and_is_deterministic():
     assert all(torch.equal(a, b) for a, b in zip(g1, g2))
 
 
+@pytest.mark.parametrize("case", ["causal_lq_gt_lk", "window", "d256_gqa"])
+def test_dense_backward_writes_every_gradient_element(case):
+    """A dense batch's dq, dk, dv come from torch.empty (no zero fill): the
+    kernels must write every element. The caching allocator is poisoned with
+    NaN blocks of the gradients' sizes first, and the gradients must equal
+    those of a run on clean memory. Cases with rows that see no key (Lq > Lk
+    under causal) and keys no row sees (a window). Negative control: the
+    poisoned blocks do come back from torch.empty."""
+    D, Lq, Lk, H, Hk, kw = 128, 300, 200, 4, 2, dict(causal=True)
+    if case == "window":
+        Lq, Lk, kw = 257, 257, dict(window_size=(16, 3))
+    if case == "d256_gqa":
+        D, Lq, Lk, H, Hk, kw = 256, 130, 190, 8, 2, dict(causal=True)
+    q = _qkv(2, Lq, H, H, D, seed=5)[0]
+    k, v = _qkv(2, Lk, Hk, Hk, D, seed=6)[1:]
+    dout = torch.randn_like(q)
+
+    def grads():
+        qg, kg, vg = (t.clone().requires_grad_(True) for t in (q, k, v))
+        out = _call(samebits.attention, qg, kg, vg, **kw)
+        return torch.autograd.grad(out, (qg, kg, vg), dout)
+
+    clean = grads()
+    torch.cuda.synchronize()
+
+    def poison():
+        blocks = [torch.full_like(t, float("nan")) for t in (q, k, v) for _ in range(4)]
+        torch.cuda.synchronize()
+        del blocks
+
+    poison()
+    probe = torch.empty_like(q)
+    assert torch.isnan(probe).all()  # negative control: empty hands back a poisoned block
+    del probe
+    poison()
+    dirty = grads()
+    assert all(not torch.isnan(g).any() for g in dirty)
+    assert all(torch.equal(a, b) for a, b in zip(clean, dirty))
+
+
 def test_compiled_training_step_equals_eager():
     """Issue 4, item 4: a torch.compile'd training step (samebits attention
     forward + backward inside a transformer block, then AdamW) gives the
