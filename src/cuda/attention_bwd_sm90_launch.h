@@ -15,7 +15,10 @@ namespace samebits::cuda::sm90 {
 
 // Launch geometry chosen on the host (FREE: never moves a bit).
 struct BwdLaunchShape {
-  long dkdv_units;  // < 0: unknown on the host (varlen): a persistent grid
+  // CTAs of each pass: its unit count, or fewer (the CTAs then walk the
+  // units round-robin); < 0: unknown on the host (varlen), a persistent grid
+  // of num_sms x CTAs per SM.
+  long dkdv_units;
   long dq_units;
   long pre_units;
   int num_sms;

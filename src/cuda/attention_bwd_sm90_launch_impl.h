@@ -14,6 +14,7 @@
 #include "cuda/attention_bwd_sm90_dkdv.h"
 #include "cuda/attention_bwd_sm90_dq.h"
 #include "cuda/attention_bwd_sm90_launch.h"
+#include "cuda/kernel_attributes.h"
 #if SAMEBITS_BWD_TMA
 #include <cstdlib>
 
@@ -55,62 +56,73 @@ inline sb_status check(const char* what) {
 template <class Cfg>
 sb_status launch_attention_bwd(const AttentionBwdParams& params, const BwdLaunchShape& shape) {
   using namespace bwd_detail;
-  auto pre = bwd::attention_bwd_preprocess_sm90_kernel<Cfg::kHeadDim, Cfg::kBf16>;
-  auto dkdv = bwd::attention_bwd_dkdv_sm90_kernel<Cfg>;
-  auto dq = bwd::attention_bwd_dq_sm90_kernel<Cfg>;
-  if (cudaFuncSetAttribute(dkdv, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                           Cfg::kDkdvSmemBytes) != cudaSuccess ||
-      cudaFuncSetAttribute(dq, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kDqSmemBytes) !=
-          cudaSuccess)
-    return check("cudaFuncSetAttribute");
-
-  if (long g = grid_of(shape.pre_units, 8, shape); g > 0) {
-    pre<<<static_cast<unsigned>(g), bwd::kPreprocessThreads, 0, shape.stream>>>(params);
-    if (sb_status s = check("preprocess launch"); s != SB_OK) return s;
-  }
+  // Everything the launches need (attributes, tensor maps) is prepared
+  // first, so that the three kernels go out back to back: host work between
+  // two launches would leave the GPU idle once the preprocess is done.
 #if SAMEBITS_BWD_TMA && SAMEBITS_BWD_TMA_DKDV
   // v3 dK/dV: a producer warpgroup; v2's kernel when the maps cannot be
   // encoded (then the dQ pass falls back as well).
   BwdMaps dkdv_maps;
   const bool dkdv_tma =
       make_bwd_maps(params, Cfg::kHeadDim, Cfg::kBf16, Cfg::kBlockM, Cfg::kBlockN, &dkdv_maps);
-  if (dkdv_tma) {
-    auto dkdv3 = bwd::attention_bwd_dkdv_tma_sm90_kernel<Cfg>;
-    if (cudaFuncSetAttribute(dkdv3, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             Cfg::kDkdvTmaSmemBytes) != cudaSuccess)
-      return check("cudaFuncSetAttribute (v3 dk/dv)");
-    if (long g = grid_of(shape.dkdv_units, 1, shape); g > 0) {
-      dkdv3<<<static_cast<unsigned>(g), Cfg::kDkdvTmaThreads, Cfg::kDkdvTmaSmemBytes,
-              shape.stream>>>(params, dkdv_maps);
-      if (sb_status s = check("dk/dv launch (v3)"); s != SB_OK) return s;
-    }
-  } else if (tma_strict()) {
-    return no_maps("v3 dk/dv");
-  } else
+  if (!dkdv_tma && tma_strict()) return no_maps("v3 dk/dv");
+#else
+  constexpr bool dkdv_tma = false;
 #endif
-  if (long g = grid_of(shape.dkdv_units, 1, shape); g > 0) {
-    dkdv<<<static_cast<unsigned>(g), Cfg::kThreads, Cfg::kDkdvSmemBytes, shape.stream>>>(params);
-    if (sb_status s = check("dk/dv launch"); s != SB_OK) return s;
-  }
 #if SAMEBITS_BWD_TMA
   // v3 dQ: a TMA producer warp; v2's kernel when the maps cannot be encoded.
-  BwdMaps maps;
-  if (make_bwd_maps(params, Cfg::kHeadDim, Cfg::kBf16, Cfg::kDqBlockM, Cfg::kDqTmaBlockN, &maps)) {
-    auto dq_tma = bwd::attention_bwd_dq_tma_sm90_kernel<Cfg>;
-    if (cudaFuncSetAttribute(dq_tma, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                             Cfg::kDqTmaSmemBytes) != cudaSuccess)
-      return check("cudaFuncSetAttribute (v3 dq)");
-    if (long g = grid_of(shape.dq_units, 1, shape); g > 0) {
-      dq_tma<<<static_cast<unsigned>(g), Cfg::kDqTmaThreads, Cfg::kDqTmaSmemBytes, shape.stream>>>(
-          params, maps);
-      if (sb_status s = check("dq launch (v3)"); s != SB_OK) return s;
-    }
-    return SB_OK;
-  }
-  if (tma_strict()) return no_maps("v3 dq");
+  BwdMaps dq_maps;
+  const bool dq_tma =
+      make_bwd_maps(params, Cfg::kHeadDim, Cfg::kBf16, Cfg::kDqBlockM, Cfg::kDqTmaBlockN, &dq_maps);
+  if (!dq_tma && tma_strict()) return no_maps("v3 dq");
+#else
+  constexpr bool dq_tma = false;
 #endif
+  cudaError_t err = cudaSuccess;
+#if SAMEBITS_BWD_TMA && SAMEBITS_BWD_TMA_DKDV
+  if (dkdv_tma)
+    err = opt_in_shared_memory<bwd::attention_bwd_dkdv_tma_sm90_kernel<Cfg>>(Cfg::kDkdvTmaSmemBytes);
+  else
+#endif
+    err = opt_in_shared_memory<bwd::attention_bwd_dkdv_sm90_kernel<Cfg>>(Cfg::kDkdvSmemBytes);
+#if SAMEBITS_BWD_TMA
+  if (err == cudaSuccess && dq_tma)
+    err = opt_in_shared_memory<bwd::attention_bwd_dq_tma_sm90_kernel<Cfg>>(Cfg::kDqTmaSmemBytes);
+  else
+#endif
+  if (err == cudaSuccess)
+    err = opt_in_shared_memory<bwd::attention_bwd_dq_sm90_kernel<Cfg>>(Cfg::kDqSmemBytes);
+  if (err != cudaSuccess)
+    return fail(SB_CUDA_ERROR, std::string("attention_bwd_sm90: cudaFuncSetAttribute: ") +
+                                   cudaGetErrorString(err));
+
+  if (long g = grid_of(shape.pre_units, 8, shape); g > 0) {
+    bwd::attention_bwd_preprocess_sm90_kernel<Cfg::kHeadDim, Cfg::kBf16>
+        <<<static_cast<unsigned>(g), bwd::kPreprocessThreads, 0, shape.stream>>>(params);
+    if (sb_status s = check("preprocess launch"); s != SB_OK) return s;
+  }
+  if (long g = grid_of(shape.dkdv_units, 1, shape); g > 0) {
+#if SAMEBITS_BWD_TMA && SAMEBITS_BWD_TMA_DKDV
+    if (dkdv_tma)
+      bwd::attention_bwd_dkdv_tma_sm90_kernel<Cfg>
+          <<<static_cast<unsigned>(g), Cfg::kDkdvTmaThreads, Cfg::kDkdvTmaSmemBytes, shape.stream>>>(
+              params, dkdv_maps);
+    else
+#endif
+      bwd::attention_bwd_dkdv_sm90_kernel<Cfg>
+          <<<static_cast<unsigned>(g), Cfg::kThreads, Cfg::kDkdvSmemBytes, shape.stream>>>(params);
+    if (sb_status s = check("dk/dv launch"); s != SB_OK) return s;
+  }
   if (long g = grid_of(shape.dq_units, 1, shape); g > 0) {
-    dq<<<static_cast<unsigned>(g), Cfg::kDqThreads, Cfg::kDqSmemBytes, shape.stream>>>(params);
+#if SAMEBITS_BWD_TMA
+    if (dq_tma)
+      bwd::attention_bwd_dq_tma_sm90_kernel<Cfg>
+          <<<static_cast<unsigned>(g), Cfg::kDqTmaThreads, Cfg::kDqTmaSmemBytes, shape.stream>>>(
+              params, dq_maps);
+    else
+#endif
+      bwd::attention_bwd_dq_sm90_kernel<Cfg>
+          <<<static_cast<unsigned>(g), Cfg::kDqThreads, Cfg::kDqSmemBytes, shape.stream>>>(params);
     if (sb_status s = check("dq launch"); s != SB_OK) return s;
   }
   return SB_OK;

@@ -4,13 +4,13 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 #include <string>
 
 #include "core/backend.h"
 #include "cuda/attention_decode_sm90_combine.h"
 #include "cuda/attention_decode_sm90_kernel.h"
 #include "cuda/attention_decode_sm90_launch.h"
+#include "cuda/kernel_attributes.h"
 
 namespace samebits::cuda::sm90 {
 
@@ -18,30 +18,14 @@ namespace samebits::cuda::sm90 {
 template <class Cfg>
 sb_status launch_split(const AttentionDecodeParams& params, cudaStream_t stream) {
   auto split_kernel = attention_decode_split_sm90_kernel<Cfg>;
-  // The shared-memory opt-in is a per-device function attribute: set once
-  // per device and kernel (not inside every call, so a CUDA-graph capture
-  // issues only launches).
-  static std::mutex mu;
-  static uint64_t done_devices = 0;
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return fail(SB_CUDA_ERROR, "attention_decode_sm90: cudaGetDevice");
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (dev >= 64 || !(done_devices >> dev & 1)) {
-      cudaError_t err = cudaFuncSetAttribute(split_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                             Cfg::kSmemBytes);
-      // Two CTAs per SM need the whole carveout as shared memory (a hint
-      // the driver may otherwise resolve toward more L1, which a TMA
-      // stream does not use).
-      if (err == cudaSuccess && Cfg::kCtasPerSm > 1)
-        err = cudaFuncSetAttribute(split_kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                   cudaSharedmemCarveoutMaxShared);
-      if (err != cudaSuccess)
-        return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: cudaFuncSetAttribute: ") +
-                                       cudaGetErrorString(err));
-      if (dev < 64) done_devices |= uint64_t(1) << dev;
-    }
-  }
+  // Two CTAs per SM need the whole carveout as shared memory (a hint the
+  // driver may otherwise resolve toward more L1, which a TMA stream does not
+  // use).
+  if (cudaError_t err = opt_in_shared_memory<attention_decode_split_sm90_kernel<Cfg>>(
+          Cfg::kSmemBytes, Cfg::kCtasPerSm > 1);
+      err != cudaSuccess)
+    return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: cudaFuncSetAttribute: ") +
+                                   cudaGetErrorString(err));
   // x = split, y = packed query tile, z = sequence x KV head (kHeadMajor:
   // x = split x KV head, z = sequence). CTAs whose split no row of the tile
   // sees exit at once (writing their rows when direct_out).

@@ -7,14 +7,14 @@
 #include "core/backend.h"
 #include "cuda/attention_fwd_sm90_kernel.h"
 #include "cuda/attention_fwd_sm90_launch.h"
+#include "cuda/kernel_attributes.h"
 
 namespace samebits::cuda::sm90 {
 
 template <class Cfg>
 sb_status launch_attention_fwd(const AttentionFwdParams& params, const LaunchShape& shape) {
   auto kernel = attention_fwd_sm90_kernel<Cfg>;
-  cudaError_t err =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes);
+  cudaError_t err = opt_in_shared_memory<attention_fwd_sm90_kernel<Cfg>>(Cfg::kSmemBytes);
   if (err != cudaSuccess)
     return fail(SB_CUDA_ERROR, std::string("attention_fwd_sm90: cudaFuncSetAttribute: ") +
                                    cudaGetErrorString(err));

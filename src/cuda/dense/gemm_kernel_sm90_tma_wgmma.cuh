@@ -30,6 +30,7 @@
 #include "cuda/dense/gemm_mainloop_sm90_tma_wgmma.cuh"
 #include "cuda/dense/gemm_scheduler_sm90.cuh"
 #include "cuda/dense/gemm_sm90_params.h"
+#include "cuda/kernel_attributes.h"
 
 namespace samebits::cuda::dense::sm90 {
 
@@ -144,19 +145,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_wgmma
 // need not hold an even number of free SMs).
 template <class Cfg, bool kF16>
 cudaError_t launch_gemm_tma_wgmma(const GemmTmaParams& p, int device, int sms, cudaStream_t stream) {
-  auto kernel = [] {
+  constexpr auto kernel = [] {
     if constexpr (Cfg::kMmaSync)
       return gemm_tma_mma_kernel<Cfg, kF16>;
     else
       return gemm_tma_wgmma_kernel<Cfg, kF16>;
   }();
-  static std::atomic<uint64_t> raised{0};  // bit d: limit raised on device d
-  const uint64_t bit = uint64_t(1) << (device & 63);
-  if (!(raised.load(std::memory_order_relaxed) & bit)) {
-    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, Cfg::kSmemBytes);
-    if (e != cudaSuccess) return e;
-    raised.fetch_or(bit, std::memory_order_relaxed);
-  }
+  if (const cudaError_t e = opt_in_shared_memory<kernel>(Cfg::kSmemBytes); e != cudaSuccess) return e;
   if constexpr (Cfg::kClusterM == 1) {
     const int64_t slots = int64_t(sms) * Cfg::kCtasPerSm;
     const int64_t grid = p.tiles < slots ? p.tiles : slots;

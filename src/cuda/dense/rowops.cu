@@ -37,6 +37,7 @@
 #include "core/backend.h"
 #include "cuda/dense/dense_cuda.h"
 #include "cuda/dense/dtype.cuh"
+#include "cuda/kernel_attributes.h"
 
 namespace samebits::cuda::dense {
 namespace {
@@ -1166,9 +1167,7 @@ sb_status rmsnorm_backward(const sb_rmsnorm_backward_params& p) {
           constexpr int NV = decltype(nv)::value;
           if constexpr (NV != 0) {
             constexpr int smem = dw_smem_bytes<NV>();
-            // set on every call, like the attention launchers (per device)
-            if (cudaFuncSetAttribute(rmsnorm_bwd_fused_kernel<T, TW, NV>,
-                                     cudaFuncAttributeMaxDynamicSharedMemorySize, smem) == cudaSuccess) {
+            if (opt_in_shared_memory<rmsnorm_bwd_fused_kernel<T, TW, NV>>(smem) == cudaSuccess) {
               rmsnorm_bwd_fused_kernel<T, TW, NV><<<unsigned(chunks), kRowThreads, smem, s>>>(p);
               fused = true;
             }
