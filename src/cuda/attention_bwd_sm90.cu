@@ -66,23 +66,42 @@ bool make_map(CUtensorMap* map, const void* data, bool bf16, int head_dim, int64
 template <int D, bool kBf16>
 sb_status launch(const sb_attention_params& p, const AttentionBwdParams& kp, BwdLaunchShape shape) {
   using Cfg = BwdConfig<D, kBf16>;
-  // Dense batches: one CTA per unit, or, when every unit has the same work
-  // (no causal or window mask), one CTA per SM walking units round-robin, so
-  // that an SM starts its next unit's loads while it finishes the last one
-  // (H100, bf16 d 128: dK/dV and dQ 13 % faster at 16 x 1k, 3 % at 4 x 4k;
-  // with a mask the round-robin walk balances worse than the hardware's
-  // block scheduler). Varlen: lengths live on the device, so the grid is
-  // persistent. FREE: every unit's sums are complete inside its CTA.
+  // Dense batches walk their units on a persistent grid (at most one CTA per
+  // SM), so that an SM starts its next unit's loads while it finishes the
+  // last one (H100, bf16 d 128, dK/dV + dQ kernel time against one CTA per
+  // unit: 16 x 1k 13 % faster, 4 x 4k 3 %, 1 x 16k 0.5 %). Under a mask
+  // (causal, window) the units' work falls along each (sequence, head)'s T
+  // units, and the walk (zigzag_unit) pairs unit n of one round with unit
+  // T - 1 - n of the next only when 2 x grid is a multiple of T: the grid is
+  // the largest such count of SMs. That pays for short sequences (causal:
+  // 16 x 1k 17 % faster, 4 x 4k 7 %, T = 8 and 32) and costs for long ones
+  // (1 x 16k, T = 128: 2.5 % dK/dV, 5 % dQ), so masked batches with T > 32,
+  // or with a grid that leaves more than 1/16 of the SMs idle, keep one CTA
+  // per unit (the hardware's scheduler balances them). Varlen: lengths live
+  // on the device, so the grid is persistent. FREE: every unit's sums are
+  // complete inside its CTA.
   const bool uniform_units = p.window_left < 0 && p.window_right < 0;
-  auto grid_units = [&](long units) {
-    return uniform_units && units > shape.num_sms ? long(shape.num_sms) : units;
+  // Measurement knob (FREE): SAMEBITS_BWD_PERSISTENT=0 one CTA per unit.
+  const char* env = std::getenv("SAMEBITS_BWD_PERSISTENT");
+  const bool persistent = env == nullptr || env[0] != '0';
+  auto grid_units = [&](long units, long per_seq_head) {
+    const long sms = shape.num_sms;
+    if (!persistent || units <= sms) return units;
+    if (uniform_units) return sms;
+    if (per_seq_head > 32) return units;
+    const long step = per_seq_head % 2 == 0 ? per_seq_head / 2 : per_seq_head;
+    const long grid = step > 0 ? sms / step * step : 0;
+    return grid > 0 && grid >= sms - sms / 16 ? grid : units;
   };
   if (p.cu_seqlens_q == nullptr) {
-    shape.dq_units = grid_units(long(p.batch) * p.num_heads * ceil_div(p.seqlen_q, Cfg::kDqBlockM));
+    const long tiles = ceil_div(p.seqlen_q, Cfg::kDqBlockM);
+    shape.dq_units = grid_units(long(p.batch) * p.num_heads * tiles, tiles);
     shape.pre_units = long(p.batch) * p.num_heads * ceil_div(p.seqlen_q, kBwdPreprocessRows);
   }
-  if (p.cu_seqlens_k == nullptr)
-    shape.dkdv_units = grid_units(long(p.batch) * p.num_heads_k * ceil_div(p.seqlen_k, Cfg::kBlockN));
+  if (p.cu_seqlens_k == nullptr) {
+    const long blocks = ceil_div(p.seqlen_k, Cfg::kBlockN);
+    shape.dkdv_units = grid_units(long(p.batch) * p.num_heads_k * blocks, blocks);
+  }
   return launch_attention_bwd<Cfg>(kp, shape);
 }
 

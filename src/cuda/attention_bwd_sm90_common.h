@@ -150,8 +150,9 @@ struct BwdVisibility {
 };
 
 // ---------------------------------------------------------------- work walker
-// Static round-robin over units numbered sequence by sequence, then head by
-// head, then tile by tile (ascending): CTA c takes units c, c + grid, ...
+// Static walk over units numbered sequence by sequence, then head by head,
+// then tile by tile (ascending): CTA c takes units c, c + grid, ... (the v3
+// kernels: zigzag_unit below).
 // Units must be asked for in increasing order (a cursor over sequences).
 // Which CTA computes a unit, and when, never moves a bit: each unit's
 // sums are complete inside the CTA.
@@ -184,6 +185,18 @@ struct Walker {
     return false;
   }
 };
+
+// FREE. The unit a persistent CTA takes in its `round`-th step: rounds of
+// gridDim.x consecutive units, every other round walked backwards. Units are
+// numbered so that the work falls along a (sequence, head) under a causal
+// mask (dK/dV: key blocks from 0; dQ: query tiles from the last), so a CTA
+// that takes a long unit in one round takes a short one in the next; plain
+// round-robin would give some CTAs the long units of every round. Each
+// CTA's units increase (Walker needs that): two steps differ by at least 1.
+__device__ __forceinline__ long zigzag_unit(uint32_t round) {
+  const long g = gridDim.x, c = blockIdx.x;
+  return static_cast<long>(round) * g + ((round & 1) ? g - 1 - c : c);
+}
 
 // ---------------------------------------------------------------- wgmma
 // acc (64 x N) = A (64 x d, K-major) * B^T (B: N x d, K-major), d / 16
