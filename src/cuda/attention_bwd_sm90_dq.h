@@ -38,7 +38,6 @@ __global__ void __launch_bounds__(kPreprocessThreads)
     attention_bwd_preprocess_sm90_kernel(const __grid_constant__ AttentionBwdParams p) {
   constexpr int kLanes = kD / 8;                        // lanes per row
   constexpr int kRowsPerPass = kPreprocessThreads / kLanes;
-  constexpr int kPasses = kPreprocessRows / kRowsPerPass;
   static_assert(kLanes <= 32 && kPreprocessRows % kRowsPerPass == 0, "row groups inside a warp");
   const int tid = threadIdx.x;
   const int lane_in_row = tid % kLanes;
@@ -47,32 +46,21 @@ __global__ void __launch_bounds__(kPreprocessThreads)
   for (long unit = blockIdx.x;
        walker.get<false>(p, unit, p.num_heads, kPreprocessRows, b, h, m); unit += gridDim.x) {
     const SeqGeom sg = seq_geom(p, b);
-    // Every pass's 16-byte pieces are loaded before any D is stored: a store
-    // to dq may alias out or dout for the compiler, so loads issued after
-    // one would wait for it, one DRAM round trip per pass.
-    uint4 o[kPasses], g[kPasses];
-#pragma unroll
-    for (int r = 0; r < kPasses; ++r) {
-      const int i = m * kPreprocessRows + r * kRowsPerPass + tid / kLanes;
-      o[r] = g[r] = make_uint4(0, 0, 0, 0);
-      if (i < sg.lq) {
-        const int64_t row = sg.q_row0 + i;
-        o[r] = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.out) +
-                                               b * p.o_batch_stride + row * p.o_row_stride +
-                                               h * p.o_head_stride + 8 * lane_in_row);
-        g[r] = *reinterpret_cast<const uint4*>(static_cast<const uint16_t*>(p.dout) +
-                                               b * p.do_batch_stride + row * p.do_row_stride +
-                                               h * p.do_head_stride + 8 * lane_in_row);
-      }
-    }
-#pragma unroll
-    for (int r = 0; r < kPasses; ++r) {
-      const int i = m * kPreprocessRows + r * kRowsPerPass + tid / kLanes;
+#pragma unroll 1
+    for (int r0 = 0; r0 < kPreprocessRows; r0 += kRowsPerPass) {
+      const int i = m * kPreprocessRows + r0 + tid / kLanes;
       const bool live = i < sg.lq;
+      const int64_t row = sg.q_row0 + (live ? i : 0);
       float sum = 0.f;
       if (live) {
-        const uint16_t* ou = reinterpret_cast<const uint16_t*>(&o[r]);
-        const uint16_t* gu = reinterpret_cast<const uint16_t*>(&g[r]);
+        const uint4 o = *reinterpret_cast<const uint4*>(
+            static_cast<const uint16_t*>(p.out) + b * p.o_batch_stride + row * p.o_row_stride +
+            h * p.o_head_stride + 8 * lane_in_row);
+        const uint4 g = *reinterpret_cast<const uint4*>(
+            static_cast<const uint16_t*>(p.dout) + b * p.do_batch_stride + row * p.do_row_stride +
+            h * p.do_head_stride + 8 * lane_in_row);
+        const uint16_t* ou = reinterpret_cast<const uint16_t*>(&o);
+        const uint16_t* gu = reinterpret_cast<const uint16_t*>(&g);
 #pragma unroll
         for (int c = 0; c < 8; ++c)
           sum = __fadd_rn(sum, __fmul_rn(load_elem<kBf16>(gu, c), load_elem<kBf16>(ou, c)));
@@ -81,7 +69,7 @@ __global__ void __launch_bounds__(kPreprocessThreads)
       for (int x = 1; x < kLanes; x *= 2) sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, x));
       if (live && lane_in_row == 0)
         *reinterpret_cast<float*>(static_cast<uint16_t*>(p.dq) + b * p.dq_batch_stride +
-                                  (sg.q_row0 + i) * p.dq_row_stride + h * p.dq_head_stride) = sum;
+                                  row * p.dq_row_stride + h * p.dq_head_stride) = sum;
     }
   }
 }
