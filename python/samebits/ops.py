@@ -245,6 +245,7 @@ class _AttentionFn(torch.autograd.Function):
         return out, lse
 
     @staticmethod
+    @torch.autograd.function.once_differentiable  # as attn_bwd: no formula for a double backward
     def backward(ctx, dout, dlse):
         q, k, v, out, lse, cu_q, cu_k = ctx.saved_tensors
         scale, softcap, wl, wr = ctx.args
