@@ -12,13 +12,13 @@ import math
 from typing import Optional
 
 import torch
-from torch.utils import _python_dispatch
 
 from . import _lib
 from . import _validate as _V
 from . import ops as _ops  # registers torch.ops.samebits.*
 from .ops import set_num_threads
 from ._validate import set_value_checks
+from ._eager import plain_eager as _plain_eager
 
 __version__ = "0.1.0"
 
@@ -107,24 +107,6 @@ def attention_with_kvcache(q, k_cache, v_cache, k=None, v=None, *, cache_seqlens
     else:
         out, lse = torch.ops.samebits.attn_kvcache(*args)
     return (out, lse) if return_lse else out
-
-
-def _plain_eager(*tensors, grad_ok: bool = False) -> bool:
-    """True when running an op's Python body directly is what dispatching it
-    would do: no torch.compile / export tracing, no active torch function or
-    dispatch mode, only plain tensors (no fake, functional or other
-    subclass), none of which autograd tracks (grad_ok: the caller brings the
-    op's autograd formula itself, ops.attention_eager)."""
-    if torch.compiler.is_compiling() or torch._C._is_torch_function_mode_enabled():
-        return False
-    if _python_dispatch._get_current_dispatch_mode() is not None:
-        return False
-    if torch._C._functorch.peek_interpreter_stack() is not None:  # inside vmap / grad / jvp
-        return False
-    for t in tensors:
-        if t is not None and (type(t) is not torch.Tensor or (t.requires_grad and not grad_ok)):
-            return False
-    return True
 
 
 kvcache_workspace_size = _ops.kvcache_workspace_size

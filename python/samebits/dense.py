@@ -25,6 +25,7 @@ from typing import Optional
 import torch
 
 from . import _lib
+from ._eager import autograd_function, plain_eager
 
 # ----------------------------------------------------------------------------
 # ctypes mirror of include/samebits/dense.h (edit both together)
@@ -245,9 +246,9 @@ def _gemm_backward(ctx, grad):
     else:
         grad_s = grad
     if ctx.needs_input_grad[0]:
-        ga = _gemm_op(grad_s, b.mT, None, 1.0, 0.0)
+        ga = gemm(grad_s, b.mT, None, 1.0, 0.0)
     if ctx.needs_input_grad[1]:
-        gb = _gemm_op(a.mT, grad_s, None, 1.0, 0.0)
+        gb = gemm(a.mT, grad_s, None, 1.0, 0.0)
     if ctx.bias_shape is not None and ctx.needs_input_grad[2]:
         g = grad * ctx.beta if ctx.beta != 1.0 else grad
         gbias = _sum_to_shape(g, ctx.bias_shape).to(ctx.bias_dtype)
@@ -266,18 +267,30 @@ def _sum_to_shape(g: torch.Tensor, shape) -> torch.Tensor:
 
 
 _gemm_op.register_autograd(_gemm_backward, setup_context=_gemm_setup)
+_GemmFn = autograd_function(_gemm_op, _gemm_setup, _gemm_backward)
+
+
+def gemm(a, b, bias, alpha: float, beta: float) -> torch.Tensor:
+    """samebits::gemm, without the dispatcher for plain eager calls (the same
+    body and autograd formula; samebits._eager)."""
+    if plain_eager(a, b, bias, grad_ok=True):
+        if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad or
+                                        (bias is not None and bias.requires_grad)):
+            return _GemmFn.apply(a, b, bias, alpha, beta)
+        return _gemm_impl(a, b, bias, alpha, beta)
+    return _gemm_op(a, b, bias, alpha, beta)
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """a @ b for 2-D (m, k) @ (k, n) or batched 3-D (B, m, k) @ (B, k, n)."""
     _check_gemm(a, b)
-    return _gemm_op(a, b, None, 1.0, 0.0)
+    return gemm(a, b, None, 1.0, 0.0)
 
 
 def addmm(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor, beta: float = 1.0, alpha: float = 1.0):
     """beta * bias + alpha * (a @ b), bias broadcastable to (m, n)."""
     _check_gemm(a, b)
-    return _gemm_op(a, b, bias, alpha, beta)
+    return gemm(a, b, bias, alpha, beta)
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None) -> torch.Tensor:
@@ -285,7 +298,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] =
     lead = x.shape[:-1]
     x2 = x.reshape(-1, x.shape[-1])
     _check_gemm(x2, weight.t())
-    out = _gemm_op(x2, weight.t(), bias, 1.0, 1.0)
+    out = gemm(x2, weight.t(), bias, 1.0, 1.0)
     return out.reshape(*lead, weight.shape[0])
 
 

@@ -86,13 +86,13 @@ def _floats(*ts) -> None:
 def _mm(a, b):
     _floats(a, b)
     _need(a.dim() == 2 and b.dim() == 2)
-    return _D._gemm_op(a, b, None, 1.0, 0.0)
+    return _D.gemm(a, b, None, 1.0, 0.0)
 
 
 def _bmm(a, b):
     _floats(a, b)
     _need(a.dim() == 3 and b.dim() == 3)
-    return _D._gemm_op(a, b, None, 1.0, 0.0)
+    return _D.gemm(a, b, None, 1.0, 0.0)
 
 
 def _addmm(bias, a, b, *, beta=1, alpha=1):
@@ -106,8 +106,8 @@ def _addmm(bias, a, b, *, beta=1, alpha=1):
         raise _NotRouted from None
     _need(bias.dtype in _F)
     if beta == 0:  # torch ignores the input entirely (NaN included)
-        return _D._gemm_op(a, b, None, float(alpha), 0.0)
-    return _D._gemm_op(a, b, bias, float(alpha), float(beta))
+        return _D.gemm(a, b, None, float(alpha), 0.0)
+    return _D.gemm(a, b, bias, float(alpha), float(beta))
 
 
 def _linear(x, weight, bias=None):
@@ -115,7 +115,7 @@ def _linear(x, weight, bias=None):
     _need(weight.dim() == 2 and x.dim() >= 1 and x.shape[-1] == weight.shape[1])
     _need(bias is None or (bias.dtype in _F and bias.dim() <= 1))
     lead = x.shape[:-1]
-    out = _D._gemm_op(x.reshape(-1, x.shape[-1]), weight.t(), bias, 1.0, 1.0)
+    out = _D.gemm(x.reshape(-1, x.shape[-1]), weight.t(), bias, 1.0, 1.0)
     return out.reshape(*lead, weight.shape[0])
 
 

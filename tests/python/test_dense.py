@@ -267,3 +267,53 @@ def test_mode_fallback_warns_and_strict_raises():
         with pytest.raises(NotImplementedError, match="strict"):
             torch.mm(a, b)
     assert not Mode.is_batch_invariant_mode_enabled()
+
+
+@pytest.mark.parametrize("case", ["linear_bias", "matmul_batched", "addmm_alpha_beta"])
+def test_gemm_eager_fast_path_is_the_op(case):
+    """Plain eager GEMM calls run samebits::gemm's body and formula without
+    the dispatcher (dense.gemm): the same output and gradients, bit for bit,
+    as the dispatched op, the fast path taken (its autograd node), the op
+    taken under a dispatch mode, and a double backward through it."""
+    g = torch.Generator().manual_seed(11)
+    if case == "linear_bias":
+        a, b, bias = torch.randn(9, 40, generator=g), torch.randn(24, 40, generator=g).t(), torch.randn(24, generator=g)
+        alpha, beta, call = 1.0, 1.0, lambda a, b, bias: D.linear(a, b.t(), bias)
+    elif case == "matmul_batched":
+        a, b, bias = torch.randn(3, 9, 40, generator=g), torch.randn(3, 40, 24, generator=g), None
+        alpha, beta, call = 1.0, 0.0, lambda a, b, bias: D.matmul(a, b)
+    else:
+        a, b, bias = torch.randn(9, 40, generator=g), torch.randn(40, 24, generator=g), torch.randn(9, 24, generator=g)
+        alpha, beta, call = 0.5, 2.0, lambda a, b, bias: D.addmm(bias, a, b, beta=2.0, alpha=0.5)
+    leaves = [t.clone().requires_grad_(True) if t is not None else None for t in (a, b, bias)]
+    out = call(*leaves)
+    assert type(out.grad_fn).__name__ in ("samebits_gemm_eagerBackward", "ViewBackward0", "ReshapeAliasBackward0")
+    dy = torch.randn(out.shape, generator=g)
+    got = (out,) + torch.autograd.grad(out, [t for t in leaves if t is not None], dy)
+    ref_leaves = [t.clone().requires_grad_(True) if t is not None else None for t in (a, b, bias)]
+    ref = D._gemm_op(*ref_leaves, alpha, beta).reshape(out.shape)
+    want = (ref,) + torch.autograd.grad(ref, [t for t in ref_leaves if t is not None], dy)
+    assert all(torch.equal(x, y) for x, y in zip(got, want))
+    b2 = b.clone()
+    b2[1, 2] += 1.0  # negative control: a changed weight changes what was compared
+    assert not torch.equal(D._gemm_op(a, b2, bias, alpha, beta).reshape(out.shape), ref)
+    with torch.no_grad():
+        assert torch.equal(call(*leaves), out) and call(*leaves).grad_fn is None
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Seen(TorchDispatchMode):
+        ops = set()
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            Seen.ops.add(str(func))
+            return func(*args, **(kwargs or {}))
+
+    with Seen():
+        out_m = call(a, b, bias)
+    assert any("samebits.gemm" in o for o in Seen.ops) and torch.equal(out_m, out)
+    # second order: d/da of sum((a b)^2) through the eager path equals the op's
+    a1, a2 = a.clone().requires_grad_(True), a.clone().requires_grad_(True)
+    g1 = torch.autograd.grad(call(a1, b, bias).pow(2).sum(), a1, create_graph=True)[0]
+    g2 = torch.autograd.grad(D._gemm_op(a2, b, bias, alpha, beta).pow(2).sum(), a2, create_graph=True)[0]
+    h1, h2 = torch.autograd.grad(g1.sum(), a1)[0], torch.autograd.grad(g2.sum(), a2)[0]
+    assert torch.equal(h1, h2)
