@@ -47,3 +47,21 @@ def autograd_function(op, setup_context, backward) -> type:
     name = "samebits_" + op._name.split("::")[-1] + "_eager"  # grad_fn: samebits_gemm_eagerBackward
     return type(name, (torch.autograd.Function,),
                 {"forward": staticmethod(forward), "backward": staticmethod(backward_)})
+
+
+def fast_op(op, setup_context, backward):
+    """A callable with custom op `op`'s signature: plain eager calls run its
+    body (or, when autograd tracks an input, autograd_function(...) of it);
+    anything else dispatches the op."""
+    fn = autograd_function(op, setup_context, backward)
+
+    def call(*args):
+        tensors = [a for a in args if isinstance(a, torch.Tensor)]
+        if plain_eager(*tensors, grad_ok=True):
+            if torch.is_grad_enabled() and any(t.requires_grad for t in tensors):
+                return fn.apply(*args)
+            return op._init_fn(*args)
+        return op(*args)
+
+    call.op, call.function = op, fn
+    return call

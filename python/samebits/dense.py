@@ -25,7 +25,7 @@ from typing import Optional
 import torch
 
 from . import _lib
-from ._eager import autograd_function, plain_eager
+from ._eager import fast_op
 
 # ----------------------------------------------------------------------------
 # ctypes mirror of include/samebits/dense.h (edit both together)
@@ -267,18 +267,8 @@ def _sum_to_shape(g: torch.Tensor, shape) -> torch.Tensor:
 
 
 _gemm_op.register_autograd(_gemm_backward, setup_context=_gemm_setup)
-_GemmFn = autograd_function(_gemm_op, _gemm_setup, _gemm_backward)
-
-
-def gemm(a, b, bias, alpha: float, beta: float) -> torch.Tensor:
-    """samebits::gemm, without the dispatcher for plain eager calls (the same
-    body and autograd formula; samebits._eager)."""
-    if plain_eager(a, b, bias, grad_ok=True):
-        if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad or
-                                        (bias is not None and bias.requires_grad)):
-            return _GemmFn.apply(a, b, bias, alpha, beta)
-        return _gemm_impl(a, b, bias, alpha, beta)
-    return _gemm_op(a, b, bias, alpha, beta)
+# samebits::gemm without the dispatcher for plain eager calls (samebits._eager).
+gemm = fast_op(_gemm_op, _gemm_setup, _gemm_backward)
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
@@ -425,6 +415,7 @@ def _rms_backward(ctx, dy, _drstd):
 
 
 _rms_norm_op.register_autograd(_rms_backward, setup_context=_rms_setup)
+rms_norm_rows = fast_op(_rms_norm_op, _rms_setup, _rms_backward)
 
 
 def _add_rms_setup(ctx, inputs, output):
@@ -445,6 +436,7 @@ def _add_rms_backward(ctx, dy, dh, _drstd):
 
 
 _add_rms_norm_op.register_autograd(_add_rms_backward, setup_context=_add_rms_setup)
+add_rms_norm_rows = fast_op(_add_rms_norm_op, _add_rms_setup, _add_rms_backward)
 
 
 def rms_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, eps: float = 1e-6) -> torch.Tensor:
@@ -454,7 +446,7 @@ def rms_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, eps: float 
         _dt(weight.dtype)
         if weight.shape != x.shape[-1:]:
             raise ValueError(f"samebits rms_norm: weight must have shape ({x.shape[-1]},), got {tuple(weight.shape)}")
-    return _rms_norm_op(x, weight, float(eps))[0]
+    return rms_norm_rows(x, weight, float(eps))[0]
 
 
 def add_rms_norm(x, residual, weight=None, eps: float = 1e-6):
@@ -462,7 +454,7 @@ def add_rms_norm(x, residual, weight=None, eps: float = 1e-6):
     _dt(x.dtype)
     if residual.dtype != x.dtype:
         raise TypeError("samebits add_rms_norm: residual must have x's dtype")
-    y, h, _ = _add_rms_norm_op(x, residual, weight, float(eps))
+    y, h, _ = add_rms_norm_rows(x, residual, weight, float(eps))
     return y, h
 
 
@@ -526,6 +518,7 @@ def _softmax_backward(ctx, dy):
 
 
 _softmax_op.register_autograd(_softmax_backward, setup_context=_softmax_setup)
+softmax_rows = fast_op(_softmax_op, _softmax_setup, _softmax_backward)
 _softmax_bwd_op.register_autograd(
     lambda ctx, g: (_ for _ in ()).throw(NotImplementedError("samebits: double backward of softmax")),
     setup_context=lambda ctx, inputs, output: None,
@@ -538,10 +531,10 @@ def _softmax_common(x, dim, dtype, log):
     _dt(x.dtype)
     dim = dim % max(x.dim(), 1)
     if x.dim() == 0:
-        return _softmax_op(x.reshape(1), log, x.dtype).reshape(())
+        return softmax_rows(x.reshape(1), log, x.dtype).reshape(())
     if dim != x.dim() - 1:
-        return _softmax_op(x.movedim(dim, -1), log, x.dtype).movedim(-1, dim)
-    return _softmax_op(x, log, x.dtype)
+        return softmax_rows(x.movedim(dim, -1), log, x.dtype).movedim(-1, dim)
+    return softmax_rows(x, log, x.dtype)
 
 
 def softmax(x: torch.Tensor, dim: int = -1, dtype: Optional[torch.dtype] = None) -> torch.Tensor:
@@ -591,6 +584,7 @@ def _reduce_backward(ctx, g):
 
 
 _reduce_op.register_autograd(_reduce_backward, setup_context=_reduce_setup)
+reduce_rows = fast_op(_reduce_op, _reduce_setup, _reduce_backward)
 
 
 def sum_dims(x: torch.Tensor, dims, keepdim: bool = False, dtype: Optional[torch.dtype] = None, mean: bool = False):
@@ -614,7 +608,7 @@ def sum_dims(x: torch.Tensor, dims, keepdim: bool = False, dtype: Optional[torch
     for d in dims:
         red *= x.shape[d]
     rows = xp.reshape(*kept_shape, red) if nd else xp.reshape(1)
-    y = _reduce_op(rows, mean, out_dtype)
+    y = reduce_rows(rows, mean, out_dtype)
     if keepdim:
         y = y.reshape([1 if d in dims else x.shape[d] for d in range(nd)])
     return y

@@ -124,11 +124,11 @@ def _softmax_router(log: bool):
         _floats(x)
         out_dtype = torch.float32 if half_to_float else x.dtype
         if x.dim() == 0:
-            return _D._softmax_op(x.reshape(1), log, out_dtype).reshape(())
+            return _D.softmax_rows(x.reshape(1), log, out_dtype).reshape(())
         d = dim % x.dim()
         if d != x.dim() - 1:
-            return _D._softmax_op(x.movedim(d, -1), log, out_dtype).movedim(-1, d)
-        return _D._softmax_op(x, log, out_dtype)
+            return _D.softmax_rows(x.movedim(d, -1), log, out_dtype).movedim(-1, d)
+        return _D.softmax_rows(x, log, out_dtype)
 
     return route
 
@@ -152,8 +152,8 @@ def _rms_norm(x, normalized_shape, weight=None, eps=None):
     if nd > 1:
         flat = x.reshape(*x.shape[:-nd], -1)
         w = None if weight is None else weight.reshape(-1)
-        return _D._rms_norm_op(flat, w, float(eps))[0].reshape(x.shape)
-    return _D._rms_norm_op(x, weight, float(eps))[0]
+        return _D.rms_norm_rows(flat, w, float(eps))[0].reshape(x.shape)
+    return _D.rms_norm_rows(x, weight, float(eps))[0]
 
 
 def _sdpa(q, k, v, attn_mask=None, dropout_p=0.0, is_causal=False, *, scale=None, enable_gqa=False):
