@@ -193,9 +193,11 @@ struct Walker {
 // that takes a long unit in one round takes a short one in the next; plain
 // round-robin would give some CTAs the long units of every round. Each
 // CTA's units increase (Walker needs that): two steps differ by at least 1.
-__device__ __forceinline__ long zigzag_unit(uint32_t round) {
+// Packed (varlen) batches keep plain round-robin: their sequences' lengths
+// differ, so there is no period to pair (packed = true).
+__device__ __forceinline__ long zigzag_unit(uint32_t round, bool packed) {
   const long g = gridDim.x, c = blockIdx.x;
-  return static_cast<long>(round) * g + ((round & 1) ? g - 1 - c : c);
+  return static_cast<long>(round) * g + ((round & 1) && !packed ? g - 1 - c : c);
 }
 
 // ---------------------------------------------------------------- wgmma

@@ -107,8 +107,10 @@ struct DkdvTmaKernel {
     int b, g, n;
     uint32_t unit_iter = 0;  // units done: parity of kv_empty
     uint32_t tile_iter = 0;  // query tiles done: stage and parity of q_empty
-    for (long unit = zigzag_unit(0); walker.get<true>(p, unit, p.num_heads_k, kBn, b, g, n);
-         unit = zigzag_unit(++unit_iter)) {
+    const bool walk_packed = p.cu_seqlens_k != nullptr;
+    for (long unit = zigzag_unit(0, walk_packed);
+         walker.get<true>(p, unit, p.num_heads_k, kBn, b, g, n);
+         unit = zigzag_unit(++unit_iter, walk_packed)) {
       const UnitTiles u(p, b, n);
       const int qb = q_packed ? 0 : b, kb = k_packed ? 0 : b;
 
@@ -206,8 +208,10 @@ struct DkdvTmaKernel {
     int b, g, n;
     uint32_t unit_iter = 0, tile_iter = 0;
     uint32_t pt_iter = 0;  // tiles processed (not skipped): phase of pt_empty
-    for (long unit = zigzag_unit(0); walker.get<true>(p, unit, p.num_heads_k, kBn, b, g, n);
-         unit = zigzag_unit(++unit_iter)) {
+    const bool walk_packed = p.cu_seqlens_k != nullptr;
+    for (long unit = zigzag_unit(0, walk_packed);
+         walker.get<true>(p, unit, p.num_heads_k, kBn, b, g, n);
+         unit = zigzag_unit(++unit_iter, walk_packed)) {
       const UnitTiles u(p, b, n);
       const int key0 = Cfg::kSplitRoles ? u.k0 : u.k0 + 64 * wg;  // this warpgroup's first key
 

@@ -126,8 +126,10 @@ struct DqTmaKernel {
     int b, h, m;
     uint32_t unit_iter = 0;  // units done: parity of q_empty
     uint32_t tile_iter = 0;  // KV tiles done: stage and parity of kv_empty
-    for (long unit = zigzag_unit(0); walker.get<false>(p, unit, p.num_heads, kBm, b, h, m);
-         unit = zigzag_unit(++unit_iter)) {
+    const bool walk_packed = p.cu_seqlens_q != nullptr;
+    for (long unit = zigzag_unit(0, walk_packed);
+         walker.get<false>(p, unit, p.num_heads, kBm, b, h, m);
+         unit = zigzag_unit(++unit_iter, walk_packed)) {
       const UnitTiles u(p, b, m);
       const int hk = h / p.head_group;
       const int qb = q_packed ? 0 : b, kb = k_packed ? 0 : b;
@@ -209,8 +211,10 @@ struct DqTmaKernel {
     Walker walker;
     int b, h, m;
     uint32_t unit_iter = 0, tile_iter = 0;
-    for (long unit = zigzag_unit(0); walker.get<false>(p, unit, p.num_heads, kBm, b, h, m);
-         unit = zigzag_unit(++unit_iter)) {
+    const bool walk_packed = p.cu_seqlens_q != nullptr;
+    for (long unit = zigzag_unit(0, walk_packed);
+         walker.get<false>(p, unit, p.num_heads, kBm, b, h, m);
+         unit = zigzag_unit(++unit_iter, walk_packed)) {
       const UnitTiles u(p, b, m);
       const BwdVisibility& vis = u.vis;
       const SeqGeom& sg = u.sg;
