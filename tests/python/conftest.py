@@ -115,6 +115,24 @@ def bump_ulp(t: torch.Tensor, index) -> torch.Tensor:
     return t
 
 
+def dispatched(fn):
+    """(fn's result, the names of the ops a TorchDispatchMode saw while fn
+    ran): which ops the dispatcher met, e.g. whether an eager shortcut was
+    bypassed under a mode."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    seen = set()
+
+    class Seen(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            seen.add(str(func))
+            return func(*args, **(kwargs or {}))
+
+    with Seen():
+        out = fn()
+    return out, seen
+
+
 @pytest.fixture
 def gen():
     g = torch.Generator().manual_seed(1234)

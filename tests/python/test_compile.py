@@ -6,6 +6,7 @@ import torch
 import torch.nn as nn
 
 import samebits
+from conftest import dispatched
 
 
 class Block(nn.Module):
@@ -193,16 +194,6 @@ def test_attention_eager_fast_path_is_the_op(case):
         out_ng, lse_ng = fn(qg, kg, vg)
     assert out_ng.grad_fn is None and torch.equal(out_ng, out) and torch.equal(lse_ng, lse)
     # under a dispatch mode the dispatched op runs (and gives the same bits)
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Seen(TorchDispatchMode):
-        ops = set()
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            Seen.ops.add(str(func))
-            return func(*args, **(kwargs or {}))
-
-    with Seen():
-        out_m, _ = fn(q, k, v)
-    assert any("samebits.attn_fwd" in o for o in Seen.ops)
+    (out_m, _), seen = dispatched(lambda: fn(q, k, v))
+    assert any("samebits.attn_fwd" in o for o in seen)
     assert torch.equal(out_m, out)

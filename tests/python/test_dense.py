@@ -15,6 +15,8 @@ import torch.nn.functional as F
 from samebits import dense as D
 from samebits import mode as Mode
 
+from conftest import dispatched
+
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 BUCKETS = [1, 2, 7, 64, 513, 4096]
 
@@ -299,18 +301,8 @@ def test_gemm_eager_fast_path_is_the_op(case):
     assert not torch.equal(D._gemm_op(a, b2, bias, alpha, beta).reshape(out.shape), ref)
     with torch.no_grad():
         assert torch.equal(call(*leaves), out) and call(*leaves).grad_fn is None
-    from torch.utils._python_dispatch import TorchDispatchMode
-
-    class Seen(TorchDispatchMode):
-        ops = set()
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            Seen.ops.add(str(func))
-            return func(*args, **(kwargs or {}))
-
-    with Seen():
-        out_m = call(a, b, bias)
-    assert any("samebits.gemm" in o for o in Seen.ops) and torch.equal(out_m, out)
+    out_m, seen = dispatched(lambda: call(a, b, bias))
+    assert any("samebits.gemm" in o for o in seen) and torch.equal(out_m, out)
     # second order: d/da of sum((a b)^2) through the eager path equals the op's
     a1, a2 = a.clone().requires_grad_(True), a.clone().requires_grad_(True)
     g1 = torch.autograd.grad(call(a1, b, bias).pow(2).sum(), a1, create_graph=True)[0]
