@@ -181,10 +181,12 @@ def _attn_bwd_run(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, softmax_s
     it directly: the forward checked q, k, v and the options)."""
     if dout.stride(-1) != 1:
         dout = dout.contiguous()
-    # The kernels write every element of a dense batch's dq, dk, dv (the C
-    # tests poison them with NaN first). A packed batch may hold rows past
-    # its last sequence, which no kernel reaches: those must read as 0.
-    alloc = torch.zeros if varlen else torch.empty
+    # The kernels write every row of every sequence (the C tests poison dq,
+    # dk, dv with NaN first). A dense batch's rows all belong to sequences;
+    # a packed batch's do when its last cu_seqlens offset is the row count,
+    # which the value checks require (they ran in this call or in the
+    # forward's). Without them, rows past the last sequence must read as 0.
+    alloc = torch.empty if not varlen or V.values_checkable(q.device) else torch.zeros
     dq = alloc(q.shape, dtype=q.dtype, device=q.device)
     dk = alloc(k.shape, dtype=k.dtype, device=k.device)
     dv = alloc(v.shape, dtype=v.dtype, device=v.device)

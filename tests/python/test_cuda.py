@@ -115,14 +115,15 @@ def test_backward_runs_and_is_deterministic():
     assert all(torch.equal(a, b) for a, b in zip(g1, g2))
 
 
-@pytest.mark.parametrize("case", ["causal_lq_gt_lk", "window", "d256_gqa"])
-def test_dense_backward_writes_every_gradient_element(case):
-    """A dense batch's dq, dk, dv come from torch.empty (no zero fill): the
-    kernels must write every element. The caching allocator is poisoned with
-    NaN blocks of the gradients' sizes first, and the gradients must equal
-    those of a run on clean memory. Cases with rows that see no key (Lq > Lk
-    under causal) and keys no row sees (a window). Negative control: the
-    poisoned blocks do come back from torch.empty."""
+@pytest.mark.parametrize("case", ["causal_lq_gt_lk", "window", "d256_gqa", "varlen"])
+def test_backward_writes_every_gradient_element(case):
+    """dq, dk, dv come from torch.empty (no zero fill) for dense batches and
+    for packed ones whose offsets the value checks verified: the kernels must
+    write every element. The caching allocator is poisoned with NaN blocks
+    of the gradients' sizes first, and the gradients must equal those of a
+    run on clean memory. Cases with rows that see no key (Lq > Lk under
+    causal), keys no row sees (a window), and a packed batch of odd lengths.
+    Negative control: the poisoned blocks do come back from torch.empty."""
     D, Lq, Lk, H, Hk, kw = 128, 300, 200, 4, 2, dict(causal=True)
     if case == "window":
         Lq, Lk, kw = 257, 257, dict(window_size=(16, 3))
@@ -130,11 +131,18 @@ def test_dense_backward_writes_every_gradient_element(case):
         D, Lq, Lk, H, Hk, kw = 256, 130, 190, 8, 2, dict(causal=True)
     q = _qkv(2, Lq, H, H, D, seed=5)[0]
     k, v = _qkv(2, Lk, Hk, Hk, D, seed=6)[1:]
+    fn = samebits.attention
+    if case == "varlen":
+        lens = [77, 1, 300, 129]
+        cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0)), dtype=torch.int32, device="cuda")
+        q = _qkv(1, sum(lens), H, H, D, seed=5)[0][0]
+        k, v = (t[0] for t in _qkv(1, sum(lens), Hk, Hk, D, seed=6)[1:])
+        fn = lambda q, k, v, **kw: samebits.attention_varlen(q, k, v, cu, cu, **kw)
     dout = torch.randn_like(q)
 
     def grads():
         qg, kg, vg = (t.clone().requires_grad_(True) for t in (q, k, v))
-        out = _call(samebits.attention, qg, kg, vg, **kw)
+        out = _call(fn, qg, kg, vg, **kw)
         return torch.autograd.grad(out, (qg, kg, vg), dout)
 
     clean = grads()
