@@ -52,11 +52,7 @@ def attention(q, k, v, *, causal=False, softmax_scale=None, window_size=(-1, -1)
     log) when return_lse. Differentiable in q, k, v.
     """
     scale, softcap, left, right = _resolve(q, causal, softmax_scale, window_size, softcap)
-    args = (q, k, v, None, None, 0, 0, scale, softcap, left, right)
-    if _plain_eager(q, k, v, grad_ok=True):
-        out, lse = _ops.attention_eager(*args)  # the op's bodies without the dispatcher
-    else:
-        out, lse = torch.ops.samebits.attn_fwd(*args)
+    out, lse = _ops.attention_fn(q, k, v, None, None, 0, 0, scale, softcap, left, right)  # samebits::attn_fwd
     return (out, lse) if return_lse else out
 
 
@@ -68,12 +64,8 @@ def attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q=None, max
     (results never depend on them). Returns out (total_q, H, D), and lse
     float32 (H, total_q) when return_lse."""
     scale, softcap, left, right = _resolve(q, causal, softmax_scale, window_size, softcap)
-    args = (q, k, v, cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q or 0), int(max_seqlen_k or 0), scale, softcap,
-            left, right)
-    if _plain_eager(q, k, v, cu_seqlens_q, cu_seqlens_k, grad_ok=True):
-        out, lse = _ops.attention_eager(*args)
-    else:
-        out, lse = torch.ops.samebits.attn_fwd(*args)
+    out, lse = _ops.attention_fn(q, k, v, cu_seqlens_q, cu_seqlens_k, int(max_seqlen_q or 0), int(max_seqlen_k or 0),
+                                 scale, softcap, left, right)
     return (out, lse) if return_lse else out
 
 

@@ -18,7 +18,7 @@ def plain_eager(*tensors, grad_ok: bool = False) -> bool:
     would do: no torch.compile / export tracing, no active torch function or
     dispatch mode, only plain tensors (no fake, functional or other
     subclass), none of which autograd tracks (grad_ok: the caller brings the
-    op's autograd formula itself, ops.attention_eager)."""
+    op's autograd formula itself, fast_op)."""
     if torch.compiler.is_compiling() or torch._C._is_torch_function_mode_enabled():
         return False
     if _python_dispatch._get_current_dispatch_mode() is not None:

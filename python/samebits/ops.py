@@ -26,6 +26,7 @@ from torch import Tensor
 
 from . import _lib
 from . import _validate as V
+from ._eager import fast_op, plain_eager
 
 _DTYPE = {torch.float32: _lib.SB_F32, torch.float16: _lib.SB_F16, torch.bfloat16: _lib.SB_BF16}
 
@@ -177,8 +178,9 @@ def attn_bwd(
 
 def _attn_bwd_run(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, softmax_scale, softcap, window_left,
                   window_right, varlen: bool):
-    """attn_bwd's body after its checks (the eager path of attention() calls
-    it directly: the forward checked q, k, v and the options)."""
+    """attn_bwd's body after its checks (attn_fwd's formula calls it
+    directly in plain eager mode: the forward checked q, k, v, the options
+    and the offsets)."""
     if dout.stride(-1) != 1:
         dout = dout.contiguous()
     # The kernels write every row of every sequence (the C tests poison dq,
@@ -218,50 +220,22 @@ def _fwd_setup_context(ctx, inputs, output):
 
 def _fwd_backward(ctx, dout, dlse):
     q, k, v, out, lse, cu_q, cu_k = ctx.saved_tensors
-    dq, dk, dv = torch.ops.samebits.attn_bwd(dout, q, k, v, out, lse, cu_q, cu_k, *ctx.args)
+    if not torch.is_grad_enabled() and plain_eager(dout, q, k, v, out, lse, cu_q, cu_k, grad_ok=True):
+        # attn_bwd's body without the dispatcher, nor the checks (and the
+        # offsets' device sync) attn_fwd already made on these inputs
+        varlen = cu_q is not None
+        V.check_backward(dout, out, lse, _lse_shape(q, varlen))
+        dq, dk, dv = _attn_bwd_run(dout, q, k, v, out, lse, cu_q, cu_k, *ctx.args[2:], varlen)
+    else:  # traced, or a double backward: the op (which has no formula of its own)
+        dq, dk, dv = torch.ops.samebits.attn_bwd(dout, q, k, v, out, lse, cu_q, cu_k, *ctx.args)
     return dq, dk, dv, None, None, None, None, None, None, None, None
 
 
 attn_fwd.register_autograd(_fwd_backward, setup_context=_fwd_setup_context)
-
-
-# --- eager path ----------------------------------------------------------------
-# Dispatching attn_fwd / attn_bwd through torch.ops costs a few hundred us of
-# host time a call on a busy host (the custom op's autograd and redispatch
-# layers, on top of the bodies above), which a GPU waiting for the launch
-# pays in full. Plain eager calls run the same bodies through one
-# autograd.Function instead; traced or moded calls keep the ops.
-
-
-class _AttentionFn(torch.autograd.Function):
-    """attn_fwd's body forward, _attn_bwd_run backward: the ops' kernels and
-    formula without the dispatcher."""
-
-    @staticmethod
-    def forward(ctx, q, k, v, cu_q, cu_k, max_q, max_k, scale, softcap, wl, wr):
-        out, lse = attn_fwd._init_fn(q, k, v, cu_q, cu_k, max_q, max_k, scale, softcap, wl, wr)
-        ctx.save_for_backward(q, k, v, out, lse, cu_q, cu_k)
-        ctx.args = (scale, softcap, wl, wr)
-        ctx.varlen = cu_q is not None
-        ctx.mark_non_differentiable(lse)
-        return out, lse
-
-    @staticmethod
-    @torch.autograd.function.once_differentiable  # as attn_bwd: no formula for a double backward
-    def backward(ctx, dout, dlse):
-        q, k, v, out, lse, cu_q, cu_k = ctx.saved_tensors
-        scale, softcap, wl, wr = ctx.args
-        V.check_backward(dout, out, lse, _lse_shape(q, ctx.varlen))
-        dq, dk, dv = _attn_bwd_run(dout, q, k, v, out, lse, cu_q, cu_k, scale, softcap, wl, wr, ctx.varlen)
-        return dq, dk, dv, None, None, None, None, None, None, None, None
-
-
-def attention_eager(q, k, v, cu_q, cu_k, max_q, max_k, scale, softcap, wl, wr) -> tuple[Tensor, Tensor]:
-    """attn_fwd (with its autograd formula) for a caller that checked
-    plain_eager(q, k, v, cu_q, cu_k, grad_ok=True)."""
-    if torch.is_grad_enabled() and (q.requires_grad or k.requires_grad or v.requires_grad):
-        return _AttentionFn.apply(q, k, v, cu_q, cu_k, max_q, max_k, scale, softcap, wl, wr)
-    return attn_fwd._init_fn(q, k, v, cu_q, cu_k, max_q, max_k, scale, softcap, wl, wr)
+# attn_fwd and its formula without the dispatcher for plain eager calls: the
+# dispatch costs a few hundred us of host time a call on a busy host, which
+# a GPU waiting for the launch pays in full (samebits._eager).
+attention_fn = fast_op(attn_fwd, _fwd_setup_context, _fwd_backward)
 
 
 # --- KV cache ----------------------------------------------------------------

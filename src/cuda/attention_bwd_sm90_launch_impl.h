@@ -45,6 +45,15 @@ inline sb_status no_maps(const char* pass) {
                                  ": tensor maps could not be encoded (SAMEBITS_BWD_TMA_STRICT)");
 }
 #endif
+// Kernel's shared-memory opt-in (once per device, kernel_attributes.h).
+template <auto Kernel>
+sb_status opt_in(int bytes) {
+  const cudaError_t err = opt_in_shared_memory<Kernel>(bytes);
+  if (err != cudaSuccess)
+    return fail(SB_CUDA_ERROR, std::string("attention_bwd_sm90: cudaFuncSetAttribute: ") +
+                                   cudaGetErrorString(err));
+  return SB_OK;
+}
 inline sb_status check(const char* what) {
   const cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess)
@@ -56,9 +65,10 @@ inline sb_status check(const char* what) {
 template <class Cfg>
 sb_status launch_attention_bwd(const AttentionBwdParams& params, const BwdLaunchShape& shape) {
   using namespace bwd_detail;
-  // Everything the launches need (attributes, tensor maps) is prepared
-  // first, so that the three kernels go out back to back: host work between
-  // two launches would leave the GPU idle once the preprocess is done.
+  // The tensor maps are encoded before the first launch, so that the three
+  // kernels go out back to back: host work between two launches would leave
+  // the GPU idle once the preprocess is done (the opt-ins below cost one
+  // atomic load after a device's first call).
 #if SAMEBITS_BWD_TMA && SAMEBITS_BWD_TMA_DKDV
   // v3 dK/dV: a producer warpgroup; v2's kernel when the maps cannot be
   // encoded (then the dQ pass falls back as well).
@@ -66,8 +76,6 @@ sb_status launch_attention_bwd(const AttentionBwdParams& params, const BwdLaunch
   const bool dkdv_tma =
       make_bwd_maps(params, Cfg::kHeadDim, Cfg::kBf16, Cfg::kBlockM, Cfg::kBlockN, &dkdv_maps);
   if (!dkdv_tma && tma_strict()) return no_maps("v3 dk/dv");
-#else
-  constexpr bool dkdv_tma = false;
 #endif
 #if SAMEBITS_BWD_TMA
   // v3 dQ: a TMA producer warp; v2's kernel when the maps cannot be encoded.
@@ -75,26 +83,7 @@ sb_status launch_attention_bwd(const AttentionBwdParams& params, const BwdLaunch
   const bool dq_tma =
       make_bwd_maps(params, Cfg::kHeadDim, Cfg::kBf16, Cfg::kDqBlockM, Cfg::kDqTmaBlockN, &dq_maps);
   if (!dq_tma && tma_strict()) return no_maps("v3 dq");
-#else
-  constexpr bool dq_tma = false;
 #endif
-  cudaError_t err = cudaSuccess;
-#if SAMEBITS_BWD_TMA && SAMEBITS_BWD_TMA_DKDV
-  if (dkdv_tma)
-    err = opt_in_shared_memory<bwd::attention_bwd_dkdv_tma_sm90_kernel<Cfg>>(Cfg::kDkdvTmaSmemBytes);
-  else
-#endif
-    err = opt_in_shared_memory<bwd::attention_bwd_dkdv_sm90_kernel<Cfg>>(Cfg::kDkdvSmemBytes);
-#if SAMEBITS_BWD_TMA
-  if (err == cudaSuccess && dq_tma)
-    err = opt_in_shared_memory<bwd::attention_bwd_dq_tma_sm90_kernel<Cfg>>(Cfg::kDqTmaSmemBytes);
-  else
-#endif
-  if (err == cudaSuccess)
-    err = opt_in_shared_memory<bwd::attention_bwd_dq_sm90_kernel<Cfg>>(Cfg::kDqSmemBytes);
-  if (err != cudaSuccess)
-    return fail(SB_CUDA_ERROR, std::string("attention_bwd_sm90: cudaFuncSetAttribute: ") +
-                                   cudaGetErrorString(err));
 
   if (long g = grid_of(shape.pre_units, 8, shape); g > 0) {
     bwd::attention_bwd_preprocess_sm90_kernel<Cfg::kHeadDim, Cfg::kBf16>
@@ -103,26 +92,34 @@ sb_status launch_attention_bwd(const AttentionBwdParams& params, const BwdLaunch
   }
   if (long g = grid_of(shape.dkdv_units, 1, shape); g > 0) {
 #if SAMEBITS_BWD_TMA && SAMEBITS_BWD_TMA_DKDV
-    if (dkdv_tma)
-      bwd::attention_bwd_dkdv_tma_sm90_kernel<Cfg>
-          <<<static_cast<unsigned>(g), Cfg::kDkdvTmaThreads, Cfg::kDkdvTmaSmemBytes, shape.stream>>>(
-              params, dkdv_maps);
-    else
+    if (dkdv_tma) {
+      constexpr auto kernel = bwd::attention_bwd_dkdv_tma_sm90_kernel<Cfg>;
+      if (sb_status s = opt_in<kernel>(Cfg::kDkdvTmaSmemBytes); s != SB_OK) return s;
+      kernel<<<static_cast<unsigned>(g), Cfg::kDkdvTmaThreads, Cfg::kDkdvTmaSmemBytes, shape.stream>>>(
+          params, dkdv_maps);
+    } else
 #endif
-      bwd::attention_bwd_dkdv_sm90_kernel<Cfg>
-          <<<static_cast<unsigned>(g), Cfg::kThreads, Cfg::kDkdvSmemBytes, shape.stream>>>(params);
+    {
+      constexpr auto kernel = bwd::attention_bwd_dkdv_sm90_kernel<Cfg>;
+      if (sb_status s = opt_in<kernel>(Cfg::kDkdvSmemBytes); s != SB_OK) return s;
+      kernel<<<static_cast<unsigned>(g), Cfg::kThreads, Cfg::kDkdvSmemBytes, shape.stream>>>(params);
+    }
     if (sb_status s = check("dk/dv launch"); s != SB_OK) return s;
   }
   if (long g = grid_of(shape.dq_units, 1, shape); g > 0) {
 #if SAMEBITS_BWD_TMA
-    if (dq_tma)
-      bwd::attention_bwd_dq_tma_sm90_kernel<Cfg>
-          <<<static_cast<unsigned>(g), Cfg::kDqTmaThreads, Cfg::kDqTmaSmemBytes, shape.stream>>>(
-              params, dq_maps);
-    else
+    if (dq_tma) {
+      constexpr auto kernel = bwd::attention_bwd_dq_tma_sm90_kernel<Cfg>;
+      if (sb_status s = opt_in<kernel>(Cfg::kDqTmaSmemBytes); s != SB_OK) return s;
+      kernel<<<static_cast<unsigned>(g), Cfg::kDqTmaThreads, Cfg::kDqTmaSmemBytes, shape.stream>>>(
+          params, dq_maps);
+    } else
 #endif
-      bwd::attention_bwd_dq_sm90_kernel<Cfg>
-          <<<static_cast<unsigned>(g), Cfg::kDqThreads, Cfg::kDqSmemBytes, shape.stream>>>(params);
+    {
+      constexpr auto kernel = bwd::attention_bwd_dq_sm90_kernel<Cfg>;
+      if (sb_status s = opt_in<kernel>(Cfg::kDqSmemBytes); s != SB_OK) return s;
+      kernel<<<static_cast<unsigned>(g), Cfg::kDqThreads, Cfg::kDqSmemBytes, shape.stream>>>(params);
+    }
     if (sb_status s = check("dq launch"); s != SB_OK) return s;
   }
   return SB_OK;
