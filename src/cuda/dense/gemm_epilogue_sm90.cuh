@@ -111,21 +111,24 @@ constexpr int largest_divisor_upto(int n, int cap) {
   return 1;
 }
 
-template <class TO, int BN, class TB>
+// A warp's rows of a fragment m16 x BN (thread: rows r_base, r_base + 8,
+// columns c_base + 8 j, + 1), its 8-column units j in [J0, J1) only.
+template <class TO, int BN, class TB, int J0 = 0, int J1 = BN / 8>
 __device__ __forceinline__ void store_warp_rows_body(const GemmTmaParams& p, const float (&acc)[BN / 2], TO* out,
                                                      const char* bias, int64_t r_base, int64_t c_base) {
+  static_assert(0 <= J0 && J0 < J1 && J1 <= BN / 8, "a unit range of the fragment");
   // every element of this thread inside the output, pairs storable: no per-element test
-  const bool interior = r_base + 8 < p.m && c_base + (BN - 8) + 1 < p.n && p.out_pairs;
+  const bool interior = r_base + 8 < p.m && c_base + 8 * (J1 - 1) + 1 < p.n && p.out_pairs;
   if (interior) {
     // column groups whose values are computed before their stores, dividing
-    // the fragment's BN / 8 units (BN = 224: 7) so that no group runs past it
-    constexpr int kGroup = largest_divisor_upto(BN / 8, 8);
+    // the range's units (BN = 224: 7) so that no group runs past it
+    constexpr int kGroup = largest_divisor_upto(J1 - J0, 8);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int64_t r = r_base + 8 * h;
       TO* orow = out + r * p.out_row_stride;
 #pragma unroll
-      for (int j0 = 0; j0 < BN / 8; j0 += kGroup) {
+      for (int j0 = J0; j0 < J1; j0 += kGroup) {
         float v[kGroup][2];
 #pragma unroll
         for (int g = 0; g < kGroup; ++g) {
@@ -146,7 +149,7 @@ __device__ __forceinline__ void store_warp_rows_body(const GemmTmaParams& p, con
     if (r >= p.m) continue;
     TO* orow = out + r * p.out_row_stride;
 #pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
+    for (int j = J0; j < J1; ++j) {
       const int64_t c = c_base + 8 * j;
       if (c >= p.n) continue;
       float v[2];
@@ -204,6 +207,9 @@ __device__ __forceinline__ void store_tile(const GemmTmaParams& p, const float (
 // rewritten, thread 0 waits until the store that read it two blocks ago has
 // done reading (its group is at most the second newest). `bar_id` is the
 // warpgroup's named barrier; `chunk` counts this warpgroup's blocks.
+// WN = 64 q + 32 (128x160, 128x224): the last 32 columns, half a block, go
+// straight from the accumulators (store_warp_rows_body's units 8q .. 8q + 3,
+// the same epilogue_value) after the q staged blocks.
 template <class TO, int WN, class TB>
 __device__ __forceinline__ void store_tile_staged_body(const GemmTmaParams& p, const float (&acc)[WN / 2], int bz,
                                                        const char* bias, int64_t row0, int64_t col0, uint8_t* buf,
@@ -212,7 +218,8 @@ __device__ __forceinline__ void store_tile_staged_body(const GemmTmaParams& p, c
   const bool leader = t == 0;
   const int rw = (t / 32) * 16 + l / 4;  // this thread's first row in the fragment (and rw + 8)
   const int cq = (l % 4) * 2;            // its first column in each 8-column unit
-  static_assert(kEpiBlock == 64 && WN % kEpiBlock == 0, "a block row is one 128-byte swizzle row of 8 units");
+  static_assert(kEpiBlock == 64 && (WN % kEpiBlock == 0 || WN % kEpiBlock == 32),
+                "a block row is one 128-byte swizzle row of 8 units; at most a half block left");
 #pragma unroll
   for (int q = 0; q < WN / kEpiBlock; ++q, ++chunk) {
     uint8_t* b = buf + (chunk & 1) * (kEpiBlock * kEpiBlock * 2);
@@ -259,6 +266,11 @@ __device__ __forceinline__ void store_tile_staged_body(const GemmTmaParams& p, c
       tma_store_3d(&p.tma_c, b, int32_t(col0 + kEpiBlock * q), int32_t(row0), bz);
       bulk_commit();
     }
+  }
+  if constexpr (WN % kEpiBlock != 0) {
+    TO* out = static_cast<TO*>(p.out) + int64_t(bz) * p.out_batch_stride;
+    constexpr int kFull = WN / kEpiBlock * 8;  // units staged above
+    store_warp_rows_body<TO, WN, TB, kFull, WN / 8>(p, acc, out, bias, row0 + rw, col0 + cq);
   }
 }
 

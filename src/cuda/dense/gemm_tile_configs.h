@@ -92,7 +92,8 @@ struct TileConfig {
   static_assert(kClusterM == 1 || kClusterM == 2, "clusters of 1 or 2 CTAs");
   static_assert(!kPingPong || (kConsumersN == 1 && kCtasPerSm == 1 && kFrags_ == 1), "ping-pong: fragments along M only");
   static_assert(kFrags_ == 1 || kClusterM == 1, "stacked fragments without clusters");
-  static_assert(!kTmaStore || (!kPingPong && WN % kEpiBlock == 0), "staged epilogue: whole blocks, not ping-pong");
+  static_assert(!kTmaStore || (!kPingPong && WN % (kEpiBlock / 2) == 0),
+                "staged epilogue: whole blocks (and at most one half block), not ping-pong");
   static_assert(kClusterM == 1 || kCtasPerSm == 1, "a cluster entry runs one CTA per SM");
   static_assert(BN % kClusterM == 0 && kBBoxBytes % 1024 == 0,
                 "each multicast slice of B must keep 1024-byte swizzle-atom alignment");
@@ -210,7 +211,7 @@ struct MmaTileConfig {
 // so narrower wgmma N does not shorten the per-k16 latency at small M.
 enum class GemmTile : int {
   T64x32 = 0, T64x64, T64x128, T64x256, T128x128, T128x256, T64x128c2, T128x256m2, T128x128m2, T128x128pp,
-  T128x128ppm2, T16x32s, T16x64s, T32x64s, T192x128, T128x224, T128x192, kCount
+  T128x128ppm2, T16x32s, T16x64s, T32x64s, T192x128, T128x224, T128x192, T128x160, kCount
 };
 
 constexpr bool kStaged = true;  // TileConfig's kTmaStore
@@ -226,8 +227,9 @@ using Cfg128x128m2 = TileConfig<2, 1, 128, 7, 1, 2>;
 using Cfg128x128pp = TileConfig<2, 1, 128, 7, 1, 1, true>;
 using Cfg128x128ppm2 = TileConfig<2, 1, 128, 7, 1, 2, true>;
 using Cfg192x128 = TileConfig<1, 2, 64, 5, 1, 1, false, 3, kStaged>;
-using Cfg128x224 = TileConfig<2, 1, 224, 5>;
+using Cfg128x224 = TileConfig<2, 1, 224, 5, 1, 1, false, 1, kStaged>;
 using Cfg128x192 = TileConfig<2, 1, 192, 5, 1, 1, false, 1, kStaged>;
+using Cfg128x160 = TileConfig<2, 1, 160, 5, 1, 1, false, 1, kStaged>;
 using Cfg16x32s = MmaTileConfig<1, 2, 2, 32>;
 using Cfg16x64s = MmaTileConfig<1, 4, 2, 24>;
 using Cfg32x64s = MmaTileConfig<2, 4, 2, 20>;
@@ -250,7 +252,8 @@ inline const char* gemm_tile_name(GemmTile t) {
     case GemmTile::T32x64s: return "32x64s";
     case GemmTile::T192x128: return "192x128";
     case GemmTile::T128x224: return "128x224";
-    default: return "128x192";
+    case GemmTile::T128x192: return "128x192";
+    default: return "128x160";
   }
 }
 
@@ -275,7 +278,8 @@ decltype(auto) visit_gemm_tile(GemmTile t, F&& f) {
     case GemmTile::T32x64s: return f(Cfg32x64s{});
     case GemmTile::T192x128: return f(Cfg192x128{});
     case GemmTile::T128x224: return f(Cfg128x224{});
-    default: return f(Cfg128x192{});
+    case GemmTile::T128x192: return f(Cfg128x192{});
+    default: return f(Cfg128x160{});
   }
 }
 
@@ -299,11 +303,21 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
   // 128x224, the choices before, are slower than one of the three at every
   // M of the sweep; bench/results/2026-11-22_h100_s8_{sweep,m2}/.)
   auto wide_tile = [&] {
-    auto cost = [&](int bn, int pct) { return (tiles(128, bn) + s - 1) / s * (128 * bn) * pct; };
+    auto cost = [&](int bn, int pm) { return (tiles(128, bn) + s - 1) / s * (128 * bn) * pm; };
+    struct Width {
+      int bn, per_mille;
+      GemmTile tile;
+    };
+    // widest first: a tie goes to the wider tile
+    constexpr Width kWidths[] = {{256, 1000, GemmTile::T128x256},
+                                 {224, 1017, GemmTile::T128x224},
+                                 {192, 1030, GemmTile::T128x192},
+                                 {160, 1072, GemmTile::T128x160},
+                                 {128, 1120, GemmTile::T128x128}};
     GemmTile best = GemmTile::T128x256;
-    int64_t c = cost(256, 100);
-    if (cost(192, 103) < c) best = GemmTile::T128x192, c = cost(192, 103);
-    if (cost(128, 112) < c) best = GemmTile::T128x128;
+    int64_t c = cost(256, 1000);
+    for (const Width& w : kWidths)
+      if (const int64_t cw = cost(w.bn, w.per_mille); cw < c) best = w.tile, c = cw;
     return best;
   };
   if (m <= 64) {
