@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 
 namespace samebits::cuda::dense::sm90 {
 
@@ -211,7 +212,7 @@ struct MmaTileConfig {
 // so narrower wgmma N does not shorten the per-k16 latency at small M.
 enum class GemmTile : int {
   T64x32 = 0, T64x64, T64x128, T64x256, T128x128, T128x256, T64x128c2, T128x256m2, T128x128m2, T128x128pp,
-  T128x128ppm2, T16x32s, T16x64s, T32x64s, T192x128, T128x224, T128x192, T128x160, kCount
+  T128x128ppm2, T16x32s, T16x64s, T32x64s, T192x128, T128x224, T128x192, T128x160, T192x192, T256x160, T128x96, T64x96, kCount
 };
 
 constexpr bool kStaged = true;  // TileConfig's kTmaStore
@@ -230,6 +231,10 @@ using Cfg192x128 = TileConfig<1, 2, 64, 5, 1, 1, false, 3, kStaged>;
 using Cfg128x224 = TileConfig<2, 1, 224, 5, 1, 1, false, 1, kStaged>;
 using Cfg128x192 = TileConfig<2, 1, 192, 5, 1, 1, false, 1, kStaged>;
 using Cfg128x160 = TileConfig<2, 1, 160, 5, 1, 1, false, 1, kStaged>;
+using Cfg192x192 = TileConfig<1, 2, 96, 4, 1, 1, false, 3, kStaged>;
+using Cfg256x160 = TileConfig<2, 1, 160, 3, 1, 1, false, 2, kStaged>;
+using Cfg128x96 = TileConfig<2, 1, 96, 8, 1, 1, false, 1, kStaged>;
+using Cfg64x96 = TileConfig<1, 1, 96, 10>;
 using Cfg16x32s = MmaTileConfig<1, 2, 2, 32>;
 using Cfg16x64s = MmaTileConfig<1, 4, 2, 24>;
 using Cfg32x64s = MmaTileConfig<2, 4, 2, 20>;
@@ -253,7 +258,11 @@ inline const char* gemm_tile_name(GemmTile t) {
     case GemmTile::T192x128: return "192x128";
     case GemmTile::T128x224: return "128x224";
     case GemmTile::T128x192: return "128x192";
-    default: return "128x160";
+    case GemmTile::T128x160: return "128x160";
+    case GemmTile::T192x192: return "192x192";
+    case GemmTile::T256x160: return "256x160";
+    case GemmTile::T128x96: return "128x96";
+    default: return "64x96";
   }
 }
 
@@ -279,7 +288,11 @@ decltype(auto) visit_gemm_tile(GemmTile t, F&& f) {
     case GemmTile::T192x128: return f(Cfg192x128{});
     case GemmTile::T128x224: return f(Cfg128x224{});
     case GemmTile::T128x192: return f(Cfg128x192{});
-    default: return f(Cfg128x160{});
+    case GemmTile::T128x160: return f(Cfg128x160{});
+    case GemmTile::T192x192: return f(Cfg192x192{});
+    case GemmTile::T256x160: return f(Cfg256x160{});
+    case GemmTile::T128x96: return f(Cfg128x96{});
+    default: return f(Cfg64x96{});
   }
 }
 
@@ -302,23 +315,35 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
   // 237.6 (128x192) against 261.2 (128x256) and 276.3 (128x128); ping-pong and
   // 128x224, the choices before, are slower than one of the three at every
   // M of the sweep; bench/results/2026-11-22_h100_s8_{sweep,m2}/.)
-  auto wide_tile = [&] {
-    auto cost = [&](int bn, int pm) { return (tiles(128, bn) + s - 1) / s * (128 * bn) * pm; };
-    struct Width {
-      int bn, per_mille;
-      GemmTile tile;
-    };
-    // widest first: a tie goes to the wider tile
-    constexpr Width kWidths[] = {{256, 1000, GemmTile::T128x256},
-                                 {224, 1017, GemmTile::T128x224},
-                                 {192, 1030, GemmTile::T128x192},
-                                 {160, 1072, GemmTile::T128x160},
-                                 {128, 1120, GemmTile::T128x128}};
-    GemmTile best = GemmTile::T128x256;
-    int64_t c = cost(256, 1000);
-    for (const Width& w : kWidths)
-      if (const int64_t cw = cost(w.bn, w.per_mille); cw < c) best = w.tile, c = cw;
+  // Multi-tile rule: of the staged entries below, the least cost = rounds of
+  // `sms` tiles x tile area x the entry's time per output element relative
+  // to 128x256 (per mille; a narrow or short tile is load-bound, a tall one
+  // shares each B slice among more rows). Ties go to the earlier entry.
+  // Taller and narrower tiles let the tile count fill whole rounds: N = 4096
+  // at M = 1152 is 132 tiles of 192x192, at M = 1280 130 tiles of 256x160,
+  // where 128x256 needs two rounds for 144 and 160 tiles.
+  struct Shape {
+    int bm, bn, per_mille;
+    GemmTile tile;
+  };
+  auto least_cost = [&](std::initializer_list<Shape> shapes) {
+    GemmTile best = shapes.begin()->tile;
+    int64_t c = -1;
+    for (const Shape& e : shapes) {
+      const int64_t ce = (tiles(e.bm, e.bn) + s - 1) / s * (e.bm * e.bn) * e.per_mille;
+      if (c < 0 || ce < c) best = e.tile, c = ce;
+    }
     return best;
+  };
+  auto wide_tile = [&] {
+    return least_cost({{128, 256, 1000, GemmTile::T128x256},
+                       {192, 192, 1000, GemmTile::T192x192},
+                       {256, 160, 1000, GemmTile::T256x160},
+                       {128, 224, 1030, GemmTile::T128x224},
+                       {128, 192, 1080, GemmTile::T128x192},
+                       {128, 160, 1220, GemmTile::T128x160},
+                       {128, 128, 1320, GemmTile::T128x128},
+                       {128, 96, 1600, GemmTile::T128x96}});
   };
   if (m <= 64) {
     // "wide": even one row of 64x128 tiles is >= 0.75 wave (N >= ~12k on 132 SMs)
@@ -348,11 +373,13 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
     // with >= 1 wave of them, the wide-tile rule (N = 128256 at M = 200:
     // 128x256, 452 us against 651 for 128x128pp, H100)
     if (m > 192 && tiles(128, 128) >= s) return wide_tile();
-    return tiles(64, 128) > 2 * s ? GemmTile::T64x128c2 : GemmTile::T64x128;
+    if (tiles(64, 128) > 2 * s) return GemmTile::T64x128c2;
+    // less than a wave of 64x128 that 64x96 fills better (N = 4096, M = 192: 129 CTAs against 96)
+    if (tiles(64, 128) < s && tiles(64, 96) <= s) return GemmTile::T64x96;
+    return GemmTile::T64x128;
   }
   if (m >= 2048) return GemmTile::T128x256;
-  if (tiles(128, 128) >= s) return wide_tile();
-  if (2 * tiles(128, 128) >= s) return GemmTile::T128x128;  // >= 0.5 wave of 128x128
+  if (2 * tiles(128, 128) >= s) return wide_tile();  // >= 0.5 wave of 128x128
   return GemmTile::T64x128;
 }
 
