@@ -204,6 +204,9 @@ __device__ __forceinline__ void store_tile(const GemmTmaParams& p, const float (
 // rewritten, thread 0 waits until the store that read it two blocks ago has
 // done reading (its group is at most the second newest). `bar_id` is the
 // warpgroup's named barrier; `chunk` counts this warpgroup's blocks.
+// WN = 64 q + 32 (128x96, 128x160, 128x224, 192x192): the last 32 columns,
+// half a block, go straight from the accumulators (the same
+// epilogue_value) after the q staged blocks.
 template <class TO, int WN, class TB>
 __device__ __forceinline__ void store_tile_staged_body(const GemmTmaParams& p, const float (&acc)[WN / 2], int bz,
                                                        const char* bias, int64_t row0, int64_t col0, uint8_t* buf,
@@ -212,7 +215,8 @@ __device__ __forceinline__ void store_tile_staged_body(const GemmTmaParams& p, c
   const bool leader = t == 0;
   const int rw = (t / 32) * 16 + l / 4;  // this thread's first row in the fragment (and rw + 8)
   const int cq = (l % 4) * 2;            // its first column in each 8-column unit
-  static_assert(kEpiBlock == 64 && WN % kEpiBlock == 0, "a block row is one 128-byte swizzle row of 8 units");
+  static_assert(kEpiBlock == 64 && (WN % kEpiBlock == 0 || WN % kEpiBlock == 32),
+                "a block row is one 128-byte swizzle row of 8 units; at most a half block left");
 #pragma unroll
   for (int q = 0; q < WN / kEpiBlock; ++q, ++chunk) {
     uint8_t* b = buf + (chunk & 1) * (kEpiBlock * kEpiBlock * 2);
@@ -258,6 +262,28 @@ __device__ __forceinline__ void store_tile_staged_body(const GemmTmaParams& p, c
     if (leader) {
       tma_store_3d(&p.tma_c, b, int32_t(col0 + kEpiBlock * q), int32_t(row0), bz);
       bulk_commit();
+    }
+  }
+  if constexpr (WN % kEpiBlock != 0) {
+    TO* out = static_cast<TO*>(p.out) + int64_t(bz) * p.out_batch_stride;
+    constexpr int kFull = WN / kEpiBlock * 8;  // units staged above
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int64_t gr = row0 + rw + 8 * h;
+      TO* orow = out + gr * p.out_row_stride;
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int j = kFull + u;
+        const int64_t gc = col0 + 8 * j + cq;
+        const float v0 = epilogue_value_edge<TB>(p, bias, acc[4 * j + 2 * h], gr, gc);
+        const float v1 = epilogue_value_edge<TB>(p, bias, acc[4 * j + 2 * h + 1], gr, gc + 1);
+        if (gr < p.m && gc + 1 < p.n && p.out_pairs) {
+          store_pair<TO>(orow + gc, v0, v1);
+        } else if (gr < p.m && gc < p.n) {
+          orow[gc] = from_float<TO>(v0);
+          if (gc + 1 < p.n) orow[gc + 1] = from_float<TO>(v1);
+        }
+      }
     }
   }
 }

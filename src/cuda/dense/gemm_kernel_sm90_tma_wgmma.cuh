@@ -24,6 +24,8 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <type_traits>
+#include <utility>
 
 #include "cuda/dense/gemm_epilogue_sm90.cuh"
 #include "cuda/dense/gemm_kernel_sm90_tma_mma.cuh"
@@ -33,6 +35,16 @@
 #include "cuda/kernel_attributes.h"
 
 namespace samebits::cuda::dense::sm90 {
+
+// f(std::integral_constant<int, 0>{}), ..., f(std::integral_constant<int, N - 1>{}).
+template <int N, class F, int... I>
+__device__ __forceinline__ void for_each_index_impl(F&& f, std::integer_sequence<int, I...>) {
+  (f(std::integral_constant<int, I>{}), ...);
+}
+template <int N, class F>
+__device__ __forceinline__ void for_each_index(F&& f) {
+  for_each_index_impl<N>(f, std::make_integer_sequence<int, N>{});
+}
 
 template <class Cfg, bool kF16>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_wgmma_kernel(const __grid_constant__ GemmTmaParams p) {
@@ -84,17 +96,20 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_wgmma
       const TileCoord c = tile_coord(p, t);
       const int64_t mt = int64_t(c.mt) * Cfg::kClusterM + rank;
       consume_tile<Cfg, kF16>(p, ring, it, cm, cn, acc, [] {});
-#pragma unroll
-      for (int f = 0; f < F; ++f) {
+      // one copy of the epilogue per fragment, each indexing its acc[f] at
+      // compile time (a loop the compiler leaves rolled would put acc in
+      // local memory)
+      for_each_index<F>([&](auto fi) {
+        constexpr int f = decltype(fi)::value;
         const int64_t row0 = mt * Cfg::BM + (cm * F + f) * 64, col0 = int64_t(c.nt) * Cfg::BN + cn * Cfg::WN;
         if constexpr (Cfg::kTmaStore) {
           if (staged) {
             store_tile_staged<Cfg::WN>(p, acc[f], c.bz, row0, col0, epi_buf, wg, chunk);  // named barrier wg
-            continue;
+            return;
           }
         }
         store_tile<Cfg::WN>(p, acc[f], c.bz, row0, col0);
-      }
+      });
     }
     if constexpr (Cfg::kTmaStore) {
       // this thread's tile stores have read their buffers before the CTA's

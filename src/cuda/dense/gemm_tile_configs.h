@@ -92,7 +92,8 @@ struct TileConfig {
   static_assert(kClusterM == 1 || kClusterM == 2, "clusters of 1 or 2 CTAs");
   static_assert(!kPingPong || (kConsumersN == 1 && kCtasPerSm == 1 && kFrags_ == 1), "ping-pong: fragments along M only");
   static_assert(kFrags_ == 1 || kClusterM == 1, "stacked fragments without clusters");
-  static_assert(!kTmaStore || (!kPingPong && WN % kEpiBlock == 0), "staged epilogue: whole blocks, not ping-pong");
+  static_assert(!kTmaStore || (!kPingPong && WN % (kEpiBlock / 2) == 0),
+                "staged epilogue: whole blocks (and at most one half block), not ping-pong");
   static_assert(kClusterM == 1 || kCtasPerSm == 1, "a cluster entry runs one CTA per SM");
   static_assert(BN % kClusterM == 0 && kBBoxBytes % 1024 == 0,
                 "each multicast slice of B must keep 1024-byte swizzle-atom alignment");
@@ -154,10 +155,9 @@ struct MmaTileConfig {
 //   T16x64s   M <= 16 with N >= ~12k, 16 < M <= 32 with N < ~12k: 4 warps,
 //             22 stages of 10 KiB. T32x64s (32 rows, 2 m16 blocks a warp)
 //             measured within a few % and stays forced only.
-//   T128x128  64 < M <= 128 with N >= ~12k; 256 < M < 2048 with 0.5-1
-//             wave of it, or the wide-tile rule: enough CTAs for 132 SMs,
+//   T128x128  64 < M <= 128 with N >= ~12k, or by the multi-tile rule:
 //             2 consumer warpgroups share B.
-//   T128x256  M >= 2048, or the wide-tile rule below: highest operand
+//   T128x256  M >= 2048, or the multi-tile rule below: highest operand
 //             reuse from shared memory (the tensor-core-bound shape), 4
 //             stages, setmaxnreg 40/232.
 //   T192x128  128 < M <= 192 with >= 0.75 wave of 128-column tiles (N >= ~12k):
@@ -165,15 +165,25 @@ struct MmaTileConfig {
 //             stacked m64n64 fragments (kFrags = 3), 5 stages of 40 KiB.
 //             Tried with it (H100, not kept): 192x64, 256x128 (4 fragments)
 //             and 128x64f (2 fragments), best at none or only one shape.
-//   T128x192  192 < M < 2048 with >= 1 wave of 128x128: of 128x256, 128x192
-//             and 128x128 (all staged), the least work per SM over whole
-//             rounds, weighted by the tile's load bytes per flop
-//             (pick_gemm_tile, wide_tile); e.g. N = 4096 at M = 640-768 and
-//             1280-1536: 22 column tiles of 192.
-//   T128x224  (forced only since the eighth session: was chosen by the
-//             wide-tile rule, N = 14336 at M = 200-1024; the staged 128x192 /
-//             128x256 are faster there since the epilogue's branch moved out
-//             of the element loop.)
+//   T128x192  the multi-tile rule (pick_gemm_tile, wide_tile: 256 < M < 2048
+//             with >= 0.5 wave of 128x128 tiles, 192 < M <= 256 with >= 1
+//             wave): of the staged 128- to 256-row entries, the least work
+//             per SM over whole rounds, weighted by the entry's time per
+//             element; e.g. N = 4096 at M = 768 and 1536: 22 column tiles.
+//   T128x224, T128x160, T128x96, T192x192, T256x160  (twelfth session)
+//             staged, chosen by the same rule so that the tile count fills
+//             whole rounds. 128x224 / 128x160 / 128x96 keep 128x256's
+//             layout (two consumer warpgroups along M sharing B); 192x192 is
+//             two warpgroups of 96 columns, each three stacked m64n96
+//             fragments (144 accumulator registers); 256x160 two warpgroups
+//             along M of two stacked m64n160 fragments (160), 3 stages.
+//             Their widths leave half a 64-column staging block, stored
+//             directly. H100, kernel times with the L2 flushed, us
+//             (cuBLAS / before -> after): 1152 x 4096 x 4096 49.8 / 75.5 ->
+//             52.8 (192x192); 1280 x 4096 x 14336 185.9 / 233.8 -> 195.8
+//             (256x160); 768 x 14336 x 4096 123.5 / 134.1 -> 123.0
+//             (128x224). Tried with them: 64x96 (N = 4096 at M = 192: 129
+//             CTAs against 96 of 64x128) measured no faster, dropped.
 //   T64x128c2 2 CTAs per SM (4 stages each): one CTA's epilogue and pipeline
 //             fill overlap the other's mainloop; 128 < M <= 256 with many
 //             column tiles.
@@ -196,8 +206,8 @@ struct MmaTileConfig {
 //   k tile per consumer warp): ~1.5 us per k tile whatever the tile size.
 //   Fixed in mbar_arrive_cluster (gemm_sm90_ptx.cuh); to be re-measured
 //   before any of them is chosen by pick_gemm_tile.
-// Staged epilogue (kStaged) on 128x128, 128x192, 128x256, 128x256m2 and 192x128, the
-// entries whose CTAs take several tiles (H100, 2026-11-22, kernel times
+// Staged epilogue (kStaged) on 128x128, 128x192, 128x256, 128x256m2, 192x128 and the
+// twelfth session's entries, the entries whose CTAs take several tiles (H100, 2026-11-22, kernel times
 // against SAMEBITS_GEMM_EPILOGUE=direct in the same run, L2 flushed):
 // 128x256 at M >= 2048 4-8 % faster (16384 x 4096 x 4096: 766 against 808
 // us); 128x128 with 6 stages staged faster than with 7 direct at every
@@ -210,7 +220,7 @@ struct MmaTileConfig {
 // so narrower wgmma N does not shorten the per-k16 latency at small M.
 enum class GemmTile : int {
   T64x32 = 0, T64x64, T64x128, T64x256, T128x128, T128x256, T64x128c2, T128x256m2, T128x128m2, T128x128pp,
-  T128x128ppm2, T16x32s, T16x64s, T32x64s, T192x128, T128x224, T128x192, kCount
+  T128x128ppm2, T16x32s, T16x64s, T32x64s, T192x128, T128x224, T128x192, T128x160, T192x192, T256x160, T128x96, kCount
 };
 
 constexpr bool kStaged = true;  // TileConfig's kTmaStore
@@ -226,8 +236,12 @@ using Cfg128x128m2 = TileConfig<2, 1, 128, 7, 1, 2>;
 using Cfg128x128pp = TileConfig<2, 1, 128, 7, 1, 1, true>;
 using Cfg128x128ppm2 = TileConfig<2, 1, 128, 7, 1, 2, true>;
 using Cfg192x128 = TileConfig<1, 2, 64, 5, 1, 1, false, 3, kStaged>;
-using Cfg128x224 = TileConfig<2, 1, 224, 5>;
+using Cfg128x224 = TileConfig<2, 1, 224, 5, 1, 1, false, 1, kStaged>;
 using Cfg128x192 = TileConfig<2, 1, 192, 5, 1, 1, false, 1, kStaged>;
+using Cfg128x160 = TileConfig<2, 1, 160, 5, 1, 1, false, 1, kStaged>;
+using Cfg192x192 = TileConfig<1, 2, 96, 4, 1, 1, false, 3, kStaged>;
+using Cfg256x160 = TileConfig<2, 1, 160, 3, 1, 1, false, 2, kStaged>;
+using Cfg128x96 = TileConfig<2, 1, 96, 8, 1, 1, false, 1, kStaged>;
 using Cfg16x32s = MmaTileConfig<1, 2, 2, 32>;
 using Cfg16x64s = MmaTileConfig<1, 4, 2, 24>;
 using Cfg32x64s = MmaTileConfig<2, 4, 2, 20>;
@@ -250,7 +264,11 @@ inline const char* gemm_tile_name(GemmTile t) {
     case GemmTile::T32x64s: return "32x64s";
     case GemmTile::T192x128: return "192x128";
     case GemmTile::T128x224: return "128x224";
-    default: return "128x192";
+    case GemmTile::T128x192: return "128x192";
+    case GemmTile::T128x160: return "128x160";
+    case GemmTile::T192x192: return "192x192";
+    case GemmTile::T256x160: return "256x160";
+    default: return "128x96";
   }
 }
 
@@ -275,7 +293,11 @@ decltype(auto) visit_gemm_tile(GemmTile t, F&& f) {
     case GemmTile::T32x64s: return f(Cfg32x64s{});
     case GemmTile::T192x128: return f(Cfg192x128{});
     case GemmTile::T128x224: return f(Cfg128x224{});
-    default: return f(Cfg128x192{});
+    case GemmTile::T128x192: return f(Cfg128x192{});
+    case GemmTile::T128x160: return f(Cfg128x160{});
+    case GemmTile::T192x192: return f(Cfg192x192{});
+    case GemmTile::T256x160: return f(Cfg256x160{});
+    default: return f(Cfg128x96{});
   }
 }
 
@@ -285,25 +307,33 @@ decltype(auto) visit_gemm_tile(GemmTile t, F&& f) {
 inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
   auto tiles = [&](int bm, int bn) { return batch * ((m + bm - 1) / bm) * ((n + bn - 1) / bn); };
   const int64_t s = sms;
-  // 128-row tiles with >= 1 wave of 128x128: of the staged entries 128x256,
-  // 128x192 and 128x128, the one with the least cost = rounds of `sms`
-  // tiles x tile area x a factor for the L2 -> shared-memory bytes per flop
-  // of the tile (1.00, 1.03, 1.12: 48, 53 and 64 bytes per 2048 MACs; a
-  // narrower tile is the load-bound one); ties to the wider tile. N = 4096
-  // at M = 768: 22 columns of 192 fill one round (6 m tiles) where 128x128
-  // needs two; at M = 1024 one round of 128x256; N = 14336 at M = 1024-1536:
-  // 128x192. (H100 2026-11-22, eighth session, after the epilogue's
-  // per-tile branch was hoisted: 1024 x 4096 x 4096 45.8 us against 59.6 for
-  // ping-pong, 1024 x 4096 x 14336 150.9 against 183.0, 1536 x 14336 x 4096
-  // 237.6 (128x192) against 261.2 (128x256) and 276.3 (128x128); ping-pong and
-  // 128x224, the choices before, are slower than one of the three at every
-  // M of the sweep; bench/results/2026-11-22_h100_s8_{sweep,m2}/.)
+  // Multi-tile rule: of the staged entries below, the least cost = rounds of
+  // `sms` tiles x tile area x the entry's time per output element relative
+  // to 128x256 (per mille; a narrow tile is load-bound). Ties go to the
+  // earlier entry. The shapes let the tile count fill whole rounds: N = 4096
+  // at M = 1152 is 132 tiles of 192x192, at M = 1280 130 tiles of 256x160,
+  // at M = 640 130 of 128x160, where 128x256 needs two rounds for 144, 160
+  // and 80 (one half-empty) tiles. The factors were fitted to an H100 sweep
+  // of every entry at N x K in {4096, 14336}^2 and M = 256-1792 (twelfth
+  // session, bench/results/2026-11-22_h100_s12_gemm_widths/): with them the
+  // rule picks the fastest of the eight entries at every point of it.
+  // (Before, the rule weighed 128x256, 128x192 and 128x128 by their load
+  // bytes per flop; bench/results/2026-11-22_h100_s8_{sweep,m2}/.)
+  struct Shape {
+    int bm, bn, per_mille;
+    GemmTile tile;
+  };
   auto wide_tile = [&] {
-    auto cost = [&](int bn, int pct) { return (tiles(128, bn) + s - 1) / s * (128 * bn) * pct; };
+    constexpr Shape kShapes[] = {{128, 256, 1000, GemmTile::T128x256}, {192, 192, 1000, GemmTile::T192x192},
+                                 {256, 160, 1030, GemmTile::T256x160}, {128, 224, 1020, GemmTile::T128x224},
+                                 {128, 192, 1060, GemmTile::T128x192}, {128, 160, 1150, GemmTile::T128x160},
+                                 {128, 128, 1250, GemmTile::T128x128}, {128, 96, 1400, GemmTile::T128x96}};
     GemmTile best = GemmTile::T128x256;
-    int64_t c = cost(256, 100);
-    if (cost(192, 103) < c) best = GemmTile::T128x192, c = cost(192, 103);
-    if (cost(128, 112) < c) best = GemmTile::T128x128;
+    int64_t c = -1;
+    for (const Shape& e : kShapes) {
+      const int64_t ce = (tiles(e.bm, e.bn) + s - 1) / s * (e.bm * e.bn) * e.per_mille;
+      if (c < 0 || ce < c) best = e.tile, c = ce;
+    }
     return best;
   };
   if (m <= 64) {
@@ -337,8 +367,7 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
     return tiles(64, 128) > 2 * s ? GemmTile::T64x128c2 : GemmTile::T64x128;
   }
   if (m >= 2048) return GemmTile::T128x256;
-  if (tiles(128, 128) >= s) return wide_tile();
-  if (2 * tiles(128, 128) >= s) return GemmTile::T128x128;  // >= 0.5 wave of 128x128
+  if (2 * tiles(128, 128) >= s) return wide_tile();  // >= 0.5 wave of 128x128
   return GemmTile::T64x128;
 }
 
