@@ -315,8 +315,9 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
   // at M = 640 130 of 128x160, where 128x256 needs two rounds for 144, 160
   // and 80 (one half-empty) tiles. The factors were fitted to an H100 sweep
   // of every entry at N x K in {4096, 14336}^2 and M = 256-1792 (twelfth
-  // session, bench/results/2026-11-22_h100_s12_gemm_widths/): with them the
-  // rule picks the fastest of the eight entries at every point of it.
+  // session, bench/results/2026-11-22_h100_s12_gemm_widths/run3_unrolled/):
+  // with them the rule picks the fastest of the eight entries, or one within
+  // 1 % of it, at every point of it.
   // (Before, the rule weighed 128x256, 128x192 and 128x128 by their load
   // bytes per flop; bench/results/2026-11-22_h100_s8_{sweep,m2}/.)
   struct Shape {
