@@ -312,8 +312,8 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
   // to 128x256 (per mille; a narrow tile is load-bound). Ties go to the
   // earlier entry. The shapes let the tile count fill whole rounds: N = 4096
   // at M = 1152 is 132 tiles of 192x192, at M = 1280 130 tiles of 256x160,
-  // at M = 640 130 of 128x160, where 128x256 needs two rounds for 144, 160
-  // and 80 (one half-empty) tiles. The factors were fitted to an H100 sweep
+  // at M = 640 130 of 128x160, where 128x256 needs two rounds for 144 and
+  // 160 tiles and leaves 52 SMs idle with 80. The factors were fitted to an H100 sweep
   // of every entry at N x K in {4096, 14336}^2 and M = 256-1792 (twelfth
   // session, bench/results/2026-11-22_h100_s12_gemm_widths/run3_unrolled/):
   // with them the rule picks the fastest of the eight entries, or one within
