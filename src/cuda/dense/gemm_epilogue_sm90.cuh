@@ -111,21 +111,25 @@ constexpr int largest_divisor_upto(int n, int cap) {
   return 1;
 }
 
-template <class TO, int BN, class TB>
+// A warp's rows of a fragment m16 x BN (this thread: rows r_base and
+// r_base + 8, columns c_base + 8 j and + 1), its 8-column units j in
+// [J0, J1) (the whole fragment by default).
+template <class TO, int BN, class TB, int J0 = 0, int J1 = BN / 8>
 __device__ __forceinline__ void store_warp_rows_body(const GemmTmaParams& p, const float (&acc)[BN / 2], TO* out,
                                                      const char* bias, int64_t r_base, int64_t c_base) {
+  static_assert(0 <= J0 && J0 < J1 && J1 <= BN / 8, "a range of the fragment's 8-column units");
   // every element of this thread inside the output, pairs storable: no per-element test
-  const bool interior = r_base + 8 < p.m && c_base + (BN - 8) + 1 < p.n && p.out_pairs;
+  const bool interior = r_base + 8 < p.m && c_base + 8 * (J1 - 1) + 1 < p.n && p.out_pairs;
   if (interior) {
     // column groups whose values are computed before their stores, dividing
-    // the fragment's BN / 8 units (BN = 224: 7) so that no group runs past it
-    constexpr int kGroup = largest_divisor_upto(BN / 8, 8);
+    // the range's units (BN = 224: 7) so that no group runs past it
+    constexpr int kGroup = largest_divisor_upto(J1 - J0, 8);
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const int64_t r = r_base + 8 * h;
       TO* orow = out + r * p.out_row_stride;
 #pragma unroll
-      for (int j0 = 0; j0 < BN / 8; j0 += kGroup) {
+      for (int j0 = J0; j0 < J1; j0 += kGroup) {
         float v[kGroup][2];
 #pragma unroll
         for (int g = 0; g < kGroup; ++g) {
@@ -146,7 +150,7 @@ __device__ __forceinline__ void store_warp_rows_body(const GemmTmaParams& p, con
     if (r >= p.m) continue;
     TO* orow = out + r * p.out_row_stride;
 #pragma unroll
-    for (int j = 0; j < BN / 8; ++j) {
+    for (int j = J0; j < J1; ++j) {
       const int64_t c = c_base + 8 * j;
       if (c >= p.n) continue;
       float v[2];
@@ -264,27 +268,9 @@ __device__ __forceinline__ void store_tile_staged_body(const GemmTmaParams& p, c
       bulk_commit();
     }
   }
-  if constexpr (WN % kEpiBlock != 0) {
+  if constexpr (WN % kEpiBlock != 0) {  // the half block, through the direct epilogue's store
     TO* out = static_cast<TO*>(p.out) + int64_t(bz) * p.out_batch_stride;
-    constexpr int kFull = WN / kEpiBlock * 8;  // units staged above
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int64_t gr = row0 + rw + 8 * h;
-      TO* orow = out + gr * p.out_row_stride;
-#pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        const int j = kFull + u;
-        const int64_t gc = col0 + 8 * j + cq;
-        const float v0 = epilogue_value_edge<TB>(p, bias, acc[4 * j + 2 * h], gr, gc);
-        const float v1 = epilogue_value_edge<TB>(p, bias, acc[4 * j + 2 * h + 1], gr, gc + 1);
-        if (gr < p.m && gc + 1 < p.n && p.out_pairs) {
-          store_pair<TO>(orow + gc, v0, v1);
-        } else if (gr < p.m && gc < p.n) {
-          orow[gc] = from_float<TO>(v0);
-          if (gc + 1 < p.n) orow[gc + 1] = from_float<TO>(v1);
-        }
-      }
-    }
+    store_warp_rows_body<TO, WN, TB, WN / kEpiBlock * 8, WN / 8>(p, acc, out, bias, row0 + rw, col0 + cq);
   }
 }
 
