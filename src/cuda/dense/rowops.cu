@@ -238,7 +238,7 @@ __device__ __forceinline__ float block_max1(float v, float (*red)[kWarps]) {
 
 // R rows per CTA; kRes: the residual code is compiled in (used when
 // p.residual is set; the kRes = false form ignores p.residual).
-template <class T, class TW, int NV, int R, bool kRes, int kWpf = 0>
+template <class T, class TW, int NV, int R, bool kRes>
 __global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 1>)
     rmsnorm_fwd_reg_kernel(const __grid_constant__ sb_rmsnorm_params p) {
   constexpr int V = Vec<T>::V;
@@ -256,17 +256,17 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 1>)
       if (has_res) load_row(rv[i], p.residual, r0 + i, p.residual_row_stride, ni);
     }
   }
-  // EXPERIMENT kWpf = 1: this thread's weight lines into L1 while x is in flight
-  if constexpr (!kRes && kWpf == 1) {
+  if constexpr (!kRes) {
+    // this thread's weight lines into L1 while x is in flight: the weight is
+    // read after the barrier, slot by slot with the stores in between, and
+    // an L2 round trip there per slot left the CTA with no loads in flight
+    // (H100, 13th session: 1.00-1.04x at N >= 2048, 4096 x 4096 bf16 27.8 ->
+    // 27.3 us; holding it in registers instead, 0.94-1.21x, spills at
+    // R = 4; bench/results/2026-11-22_h100_s13_rows_wpf/)
     if (w)
 #pragma unroll
       for (int c = 0; c < NV; ++c)
         if (slot_j0<V>(c) < n) asm volatile("prefetch.global.L1 [%0];" ::"l"(w + slot_j0<V>(c)));
-  }
-  // EXPERIMENT kWpf = 2: the weight in registers, loaded with x
-  Pack<TW, V> wpre[kWpf == 2 ? NV : 1];
-  if constexpr (!kRes && kWpf == 2) {
-    if (w) load_row(wpre, w, 0, 0, n);
   }
   // h = round(x + residual), the rounded sum is normalized; sum of squares
   float ss[R];
@@ -312,11 +312,7 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 1>)
       const int64_t j0 = slot_j0<V>(c);
       if (j0 >= n) continue;
       Pack<TW, V> wc;
-      if constexpr (kWpf == 2) {
-        wc = wpre[c];
-      } else {
-        if (w) wc = load_pack<TW, V>(w, j0, n, aligned16(w));
-      }
+      if (w) wc = load_pack<TW, V>(w, j0, n, aligned16(w));  // an L1 hit (prefetched above)
 #pragma unroll
       for (int i = 0; i < R; ++i) {
         const int64_t r = r0 + i;
@@ -1152,14 +1148,7 @@ sb_status rmsnorm_forward(const sb_rmsnorm_params& p) {
           rmsnorm_fwd_reg_kernel<T, TW, NV, R, true><<<row_grid(p.rows, R), kRowThreads, 0, s>>>(p);
         } else {
           constexpr int R = kRowsPerCtaNoRes<NV>;
-          const char* e = std::getenv("SAMEBITS_RMSNORM_WPF");  // EXPERIMENT
-          const int wpf = e ? e[0] - '0' : 0;
-          if (wpf == 1)
-            rmsnorm_fwd_reg_kernel<T, TW, NV, R, false, 1><<<row_grid(p.rows, R), kRowThreads, 0, s>>>(p);
-          else if (wpf == 2)
-            rmsnorm_fwd_reg_kernel<T, TW, NV, R, false, 2><<<row_grid(p.rows, R), kRowThreads, 0, s>>>(p);
-          else
-            rmsnorm_fwd_reg_kernel<T, TW, NV, R, false><<<row_grid(p.rows, R), kRowThreads, 0, s>>>(p);
+          rmsnorm_fwd_reg_kernel<T, TW, NV, R, false><<<row_grid(p.rows, R), kRowThreads, 0, s>>>(p);
         }
         return launched("rmsnorm_forward");
       });
