@@ -256,6 +256,18 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 1>)
       if (has_res) load_row(rv[i], p.residual, r0 + i, p.residual_row_stride, ni);
     }
   }
+  if constexpr (!kRes) {
+    // this thread's weight lines into L1 while x is in flight: the weight is
+    // read after the barrier, slot by slot with the stores in between, and
+    // an L2 round trip there per slot left the CTA with no loads in flight
+    // (H100, 13th session: 1.00-1.04x at N >= 2048, 4096 x 4096 bf16 27.8 ->
+    // 27.3 us; holding it in registers instead, 0.94-1.21x, spills at
+    // R = 4; bench/results/2026-11-22_h100_s13_rows_wpf/)
+    if (w)
+#pragma unroll
+      for (int c = 0; c < NV; ++c)
+        if (slot_j0<V>(c) < n) asm volatile("prefetch.global.L1 [%0];" ::"l"(w + slot_j0<V>(c)));
+  }
   // h = round(x + residual), the rounded sum is normalized; sum of squares
   float ss[R];
 #pragma unroll
@@ -300,7 +312,7 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 1>)
       const int64_t j0 = slot_j0<V>(c);
       if (j0 >= n) continue;
       Pack<TW, V> wc;
-      if (w) wc = load_pack<TW, V>(w, j0, n, aligned16(w));
+      if (w) wc = load_pack<TW, V>(w, j0, n, aligned16(w));  // an L1 hit (prefetched above)
 #pragma unroll
       for (int i = 0; i < R; ++i) {
         const int64_t r = r0 + i;

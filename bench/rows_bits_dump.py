@@ -1,0 +1,86 @@
+"""Hashes of the row ops' outputs (rms_norm with and without weight and
+residual, its backward, softmax, log_softmax, sum, mean) over dtypes,
+aligned and unaligned row lengths and M buckets, for comparing two builds
+of the library bit for bit (the GEMM's counterpart is gemm_bits_dump.py):
+
+    SAMEBITS_LIBRARY=old.so PYTHONPATH=python python bench/rows_bits_dump.py dump old.json
+    SAMEBITS_LIBRARY=new.so PYTHONPATH=python python bench/rows_bits_dump.py dump new.json
+    python bench/rows_bits_dump.py compare old.json new.json
+
+compare needs no GPU. Its control: the two dumps must not equal a dump of
+perturbed inputs (the first hash of each file is also taken with one input
+element changed, and must differ).
+"""
+import hashlib, json, os, sys
+
+DEV = os.environ.get("ROWS_DUMP_DEVICE", "cuda")  # "cpu": a dry run of the script
+
+
+def h(t):
+    import torch
+    return hashlib.sha256(t.detach().contiguous().view(torch.uint8).cpu().numpy().tobytes()).hexdigest()[:16]
+
+
+def dump(path):
+    import torch
+    from samebits import dense as D
+    out = {}
+    for dt in (torch.bfloat16, torch.float16, torch.float32):
+        for n in (64, 1000, 1024, 4000, 4096, 8192, 16384, 20000):
+            for m in (1, 7, 513, 4096):
+                g = torch.Generator(device=DEV).manual_seed(n * 7 + m)
+                x = torch.randn(m, n, device=DEV, dtype=dt, generator=g) * 2
+                r = torch.randn(m, n, device=DEV, dtype=dt, generator=g)
+                w = torch.randn(n, device=DEV, dtype=dt, generator=g)
+                dy = torch.randn(m, n, device=DEV, dtype=dt, generator=g)
+                k = f"{str(dt)[6:]} {m}x{n}"
+
+                def rec(name, fn):
+                    try:
+                        o = fn()
+                        out[f"{name} {k}"] = ",".join(h(t) for t in (o if isinstance(o, tuple) else (o,)))
+                    except Exception as e:  # the same error in both builds compares equal
+                        out[f"{name} {k}"] = f"error {type(e).__name__}"
+
+                rec("rms_norm", lambda: D.rms_norm(x, w, 1e-6))
+                rec("rms_norm noweight", lambda: D.rms_norm(x, None, 1e-6))
+                if n > 64:  # unaligned row starts (x and weight)
+                    rec("rms_norm unaligned", lambda: D.rms_norm(x[:, 1:], w[1:], 1e-6))
+                rec("add_rms_norm", lambda: D.add_rms_norm(x, r, w, 1e-6))
+
+                def bwd():
+                    xg = x.clone().requires_grad_(True)
+                    wg = w.clone().requires_grad_(True)
+                    D.rms_norm(xg, wg, 1e-6).backward(dy)
+                    return xg.grad, wg.grad
+                rec("rms_norm bwd", bwd)
+                rec("softmax", lambda: D.softmax(x, -1))
+                rec("log_softmax", lambda: D.log_softmax(x, -1))
+                rec("sum", lambda: D.sum(x, -1))
+                rec("mean", lambda: D.mean(x, -1))
+    g = torch.Generator(device=DEV).manual_seed(1)
+    x = torch.randn(4096, 4096, device=DEV, dtype=torch.bfloat16, generator=g)
+    w = torch.randn(4096, device=DEV, dtype=torch.bfloat16, generator=g)
+    a = h(D.rms_norm(x, w, 1e-6)); x[4095, 4095] += 1
+    out["_control"] = [a, h(D.rms_norm(x, w, 1e-6))]
+    json.dump(out, open(path, "w"), indent=0)
+    print(len(out), "outputs")
+
+
+def compare(a, b):
+    A, B = json.load(open(a)), json.load(open(b))
+    keys = sorted(set(A) - {"_control"})
+    differ = [k for k in keys if A.get(k) != B.get(k)]
+    missing = sorted(set(A) ^ set(B))
+    control = A["_control"][0] != A["_control"][1] and B["_control"][0] != B["_control"][1]
+    ok = not differ and not missing and control
+    print(f"outputs {len(keys)} differ {len(differ)} {differ[:10]} missing {missing[:10]} control {control} -> "
+          + ("SAME BITS" if ok else "DIFFERENT"))
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "dump":
+        dump(sys.argv[2])
+    else:
+        sys.exit(compare(sys.argv[2], sys.argv[3]))
