@@ -11,7 +11,7 @@
 # Writes $OUT/gemm3_ncu.ncu-rep, gemm3_ncu_raw.csv (every collected metric),
 # gemm3_ncu_details.csv, gemm3_ncu.log.
 # usage: CARRY=.carry/gemm3 bash .carry/gemm3/bench/gemm_v3_ncu.sh
-# (DRIVER_ARGS="--m 4096" etc. go to the driver: another shape)
+# (DRIVER_ARGS="--m 4096" etc. go to the driver: another shape; EXTRA_METRICS adds metrics)
 set -uo pipefail
 CARRY=${CARRY:-.carry/gemm3}
 OUT=${OUT:-/tmp/out}
@@ -45,6 +45,7 @@ launch__registers_per_thread
 sm__warps_active.avg.pct_of_peak_sustained_active
 sm__cycles_active.avg
 sm__cycles_elapsed.avg.per_second"
+WANT="$WANT ${EXTRA_METRICS:-}"  # more metrics, space-separated (shared-memory ones, say)
 KNOWN=$("$NCU" --query-metrics --chip gh100 2>/dev/null | awk '{print $1}')
 METRICS=""
 for m in $WANT; do
