@@ -23,7 +23,7 @@ extern "C" {
 #define SB_API __attribute__((visibility("default")))
 #endif
 
-#define SB_ABI_VERSION 1
+#define SB_ABI_VERSION 2
 
 typedef enum sb_dtype {
   SB_F32 = 0,
@@ -163,6 +163,29 @@ SB_API sb_status sb_attention_forward_ws(const sb_attention_params* params, void
                                          size_t workspace_bytes);
 /* Backward: reads q, k, v, out, lse, dout; writes dq, dk, dv. */
 SB_API sb_status sb_attention_backward(const sb_attention_params* params);
+/* The backward on CUDA keeps an fp32 dq accumulator and semaphores in a
+ * device workspace. sb_attention_backward allocates one itself when needed
+ * (stream-ordered on params->stream, freed by the same call);
+ * sb_attention_backward_ws takes the caller's instead.
+ *
+ * total_q: when cu_seqlens_q is set, the rows of the packed q, out, dout and
+ * dq (must be >= 0, and >= cu_seqlens_q[batch]); ignored for dense batches.
+ *
+ * sb_attention_backward_workspace_size: *bytes is the workspace the backward
+ * of `params` needs, 0 when it needs none (always on the CPU). It depends
+ * only on dtype, device, batch, num_heads, head_dim, seqlen_q, on whether
+ * cu_seqlens_q is set and on total_q (never on device values, never on data
+ * pointers), so it can be queried before allocating.
+ *
+ * sb_attention_backward_ws: sb_attention_backward with `workspace`, a device
+ * buffer on the current device of at least that many bytes, 16-byte aligned
+ * (its contents are scratch). dq, dk and dv never depend on the workspace or
+ * its size. workspace == NULL with workspace_bytes == 0 is
+ * sb_attention_backward. Added in ABI version 2 (additive). */
+SB_API sb_status sb_attention_backward_workspace_size(const sb_attention_params* params, int64_t total_q,
+                                                      size_t* bytes);
+SB_API sb_status sb_attention_backward_ws(const sb_attention_params* params, int64_t total_q, void* workspace,
+                                          size_t workspace_bytes);
 /* KV-cache append (see above). */
 SB_API sb_status sb_kvcache_append(const sb_kvcache_append_params* params);
 

@@ -13,7 +13,7 @@ import os
 import sys
 import threading
 
-ABI_VERSION = 1
+ABI_VERSION = 2
 
 # sb_dtype
 SB_F32, SB_F16, SB_BF16 = 0, 1, 2
@@ -116,6 +116,15 @@ def _declare(lib: ctypes.CDLL) -> None:
         lib.sb_attention_workspace_size.restype = st
         lib.sb_attention_forward_ws.argtypes = [ctypes.POINTER(SbAttentionParams), ctypes.c_void_p, ctypes.c_size_t]
         lib.sb_attention_forward_ws.restype = st
+    # Added in ABI version 2 (additive): without them the backward allocates
+    # its own workspace inside the library.
+    if hasattr(lib, "sb_attention_backward_ws"):
+        lib.sb_attention_backward_workspace_size.argtypes = [ctypes.POINTER(SbAttentionParams), ctypes.c_int64,
+                                                             ctypes.POINTER(ctypes.c_size_t)]
+        lib.sb_attention_backward_workspace_size.restype = st
+        lib.sb_attention_backward_ws.argtypes = [ctypes.POINTER(SbAttentionParams), ctypes.c_int64, ctypes.c_void_p,
+                                                 ctypes.c_size_t]
+        lib.sb_attention_backward_ws.restype = st
     for name in ("sb_kv_block_size", "sb_split_size"):
         fn = getattr(lib, name)
         fn.argtypes, fn.restype = [i32, i32, _c_enum], i32
@@ -159,6 +168,12 @@ def lib() -> ctypes.CDLL:
 def has_workspace_abi() -> bool:
     """Whether the loaded library takes a caller-provided workspace."""
     return hasattr(lib(), "sb_attention_forward_ws")
+
+
+def has_backward_workspace_abi() -> bool:
+    """Whether the loaded library's backward takes a caller-provided
+    workspace (sb_attention_backward_ws, ABI version 2)."""
+    return hasattr(lib(), "sb_attention_backward_ws")
 
 
 def last_error() -> str:

@@ -198,7 +198,19 @@ def _attn_bwd_run(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, softmax_s
     p.out, p.lse = _view4(out), _view_lse(lse)
     p.dout, p.dq, p.dk, p.dv = _view4(dout), _view4(dq), _view4(dk), _view4(dv)
     with _DeviceGuard(q.device):
-        _lib.check(_lib.lib().sb_attention_backward(ctypes.byref(p)), "attention backward")
+        if q.device.type == "cuda" and _lib.has_backward_workspace_abi():
+            # The workspace comes from torch's caching allocator (stream-ordered,
+            # and kept by a CUDA graph that captures this call) rather than
+            # from an allocation inside the library.
+            total_q = q.shape[0] if varlen else 0
+            size = ctypes.c_size_t(0)
+            _lib.check(_lib.lib().sb_attention_backward_workspace_size(ctypes.byref(p), total_q, ctypes.byref(size)),
+                       "attention backward (workspace size)")
+            ws = torch.empty(size.value, dtype=torch.uint8, device=q.device) if size.value > 0 else None
+            _lib.check(_lib.lib().sb_attention_backward_ws(ctypes.byref(p), total_q, _ptr(ws), size.value),
+                       "attention backward")
+        else:
+            _lib.check(_lib.lib().sb_attention_backward(ctypes.byref(p)), "attention backward")
     return dq, dk, dv
 
 

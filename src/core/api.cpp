@@ -1,6 +1,8 @@
 // The C ABI: checks the structural rules of each params struct (the Python
 // layer gives friendlier messages first; these checks keep C callers from
 // crashing), then dispatches to the backend named by params->device.
+#include <stdint.h>
+
 #include <string>
 
 #include "core/backend.h"
@@ -49,6 +51,15 @@ sb_status check_attention(const sb_attention_params* p, bool backward) {
     return fail(SB_INVALID_ARGUMENT, "dout, dq, dk and dv must not be NULL");
   return SB_OK;
 }
+
+// total_q: the packed query rows the backward's workspace is sized for
+// (ignored for dense batches).
+sb_status check_total_q(const sb_attention_params* p, int64_t total_q) {
+  if (p->cu_seqlens_q != nullptr && total_q < 0)
+    return fail(SB_INVALID_ARGUMENT, "total_q must be >= 0 when cu_seqlens_q is set, got " +
+                                         std::to_string(total_q));
+  return SB_OK;
+}
 }  // namespace
 
 sb_status fail(sb_status status, const std::string& message) {
@@ -65,6 +76,11 @@ sb_status attention_forward(const sb_attention_params&) { return not_built(); }
 sb_status attention_forward_ws(const sb_attention_params&, void*, size_t) { return not_built(); }
 sb_status attention_workspace_size(const sb_attention_params&, size_t*, size_t*) { return SB_OK; }
 sb_status attention_backward(const sb_attention_params&) { return not_built(); }
+sb_status attention_backward_ws(const sb_attention_params&, void*, size_t, int64_t) { return not_built(); }
+sb_status attention_backward_workspace_size(const sb_attention_params&, int64_t, size_t* bytes) {
+  *bytes = 0;
+  return SB_OK;
+}
 sb_status kvcache_append(const sb_kvcache_append_params&) { return not_built(); }
 int supported(int) { return 0; }
 }  // namespace cuda
@@ -109,6 +125,43 @@ sb_status sb_attention_backward(const sb_attention_params* p) {
   g_last_error.clear();
   if (sb_status s = check_attention(p, true); s != SB_OK) return s;
   return p->device == SB_CPU ? cpu::attention_backward(*p) : cuda::attention_backward(*p);
+}
+
+sb_status sb_attention_backward_workspace_size(const sb_attention_params* p, int64_t total_q, size_t* bytes) {
+  g_last_error.clear();
+  if (bytes == nullptr) return fail(SB_INVALID_ARGUMENT, "bytes is NULL");
+  *bytes = 0;
+  if (sb_status s = check_geometry(p, true); s != SB_OK) return s;
+  if (sb_status s = check_total_q(p, total_q); s != SB_OK) return s;
+  if (p->device == SB_CPU) return SB_OK;  // the CPU backend needs no workspace
+  return cuda::attention_backward_workspace_size(*p, total_q, bytes);
+}
+
+sb_status sb_attention_backward_ws(const sb_attention_params* p, int64_t total_q, void* workspace,
+                                   size_t workspace_bytes) {
+  g_last_error.clear();
+  if (sb_status s = check_attention(p, true); s != SB_OK) return s;
+  if (sb_status s = check_total_q(p, total_q); s != SB_OK) return s;
+  if (workspace == nullptr && workspace_bytes != 0)
+    return fail(SB_INVALID_ARGUMENT, "workspace is NULL but workspace_bytes is " + std::to_string(workspace_bytes));
+  if (reinterpret_cast<uintptr_t>(workspace) % 16 != 0)
+    return fail(SB_INVALID_ARGUMENT, "workspace must be 16-byte aligned");
+  if (p->device == SB_CPU) {
+    // the offsets are host memory here: the rows they cover must fit total_q
+    if (p->cu_seqlens_q != nullptr && p->cu_seqlens_q[p->batch] > total_q)
+      return fail(SB_INVALID_ARGUMENT, "total_q is " + std::to_string(total_q) + " but cu_seqlens_q[" +
+                                           std::to_string(p->batch) + "] is " +
+                                           std::to_string(p->cu_seqlens_q[p->batch]));
+    return cpu::attention_backward(*p);  // no workspace on the CPU
+  }
+  if (workspace != nullptr) {
+    size_t needed = 0;
+    if (sb_status s = cuda::attention_backward_workspace_size(*p, total_q, &needed); s != SB_OK) return s;
+    if (workspace_bytes < needed)
+      return fail(SB_INVALID_ARGUMENT, "workspace has " + std::to_string(workspace_bytes) +
+                                           " bytes, the backward needs " + std::to_string(needed));
+  }
+  return cuda::attention_backward_ws(*p, workspace, workspace_bytes, total_q);
 }
 
 sb_status sb_kvcache_append(const sb_kvcache_append_params* p) {

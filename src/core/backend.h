@@ -2,6 +2,7 @@
 #pragma once
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <string>
 
@@ -28,6 +29,12 @@ sb_status attention_forward_ws(const sb_attention_params& p, void* workspace, si
 // The workspace attention_forward_ws needs for p: one pass / the least.
 sb_status attention_workspace_size(const sb_attention_params& p, size_t* bytes, size_t* min_bytes);
 sb_status attention_backward(const sb_attention_params& p);
+// attention_backward with a caller-provided device workspace of `bytes`
+// (nullptr with 0: the backward allocates its own); total_q: rows of the
+// packed q when p.cu_seqlens_q is set, ignored for dense batches.
+sb_status attention_backward_ws(const sb_attention_params& p, void* workspace, size_t bytes, int64_t total_q);
+// The workspace attention_backward_ws needs for p (0: none).
+sb_status attention_backward_workspace_size(const sb_attention_params& p, int64_t total_q, size_t* bytes);
 sb_status kvcache_append(const sb_kvcache_append_params& p);
 int supported(int device_index);
 }  // namespace cuda

@@ -56,9 +56,23 @@ sb_status attention_workspace_size(const sb_attention_params& p, size_t* bytes, 
 
 #ifdef SAMEBITS_CUDA_BACKWARD
 sb_status attention_backward(const sb_attention_params& p) { return sm90::attention_bwd_sm90(p); }
+sb_status attention_backward_ws(const sb_attention_params& p, void* workspace, size_t bytes, int64_t total_q) {
+  return sm90::attention_bwd_sm90(p, workspace, bytes, total_q);
+}
+sb_status attention_backward_workspace_size(const sb_attention_params& p, int64_t total_q, size_t* bytes) {
+  *bytes = sm90::attention_bwd_sm90_workspace_size(p, total_q);
+  return SB_OK;
+}
 #else
 sb_status attention_backward(const sb_attention_params&) {
   return fail(SB_UNSUPPORTED, "the sm90 attention backward kernel is not built yet");
+}
+sb_status attention_backward_ws(const sb_attention_params& p, void*, size_t, int64_t) {
+  return attention_backward(p);
+}
+sb_status attention_backward_workspace_size(const sb_attention_params&, int64_t, size_t* bytes) {
+  *bytes = 0;
+  return SB_OK;
 }
 #endif
 sb_status kvcache_append(const sb_kvcache_append_params& p) {
