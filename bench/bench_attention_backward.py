@@ -110,6 +110,7 @@ def main():
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--flex-dims", default="128")
     ap.add_argument("--no-flex", action="store_true")
+    ap.add_argument("--impls", default="", help="comma list of implementations to run (default: all)")
     args = ap.parse_args()
     dev = torch.device(args.device)
     dtype = torch.bfloat16
@@ -128,6 +129,8 @@ def main():
                 row = {"gpu": gpu, "dtype": "bf16", "head_dim": D, "causal": causal, "seqlen": L, "batch": B,
                        "heads": H, "flops": flops}
                 impls = implementations(causal, flex if str(D) in args.flex_dims.split(",") else None)
+                if args.impls:
+                    impls = {k: f for k, f in impls.items() if k in args.impls.split(",")}
                 for name, fwd in impls.items():
                     try:
                         sets = []

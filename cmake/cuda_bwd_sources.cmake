@@ -20,11 +20,20 @@ if(SAMEBITS_CUDA_BACKWARD)
   # v3 dK/dV pass (producer warpgroup + setmaxnreg), same bits as v2; only
   # with SAMEBITS_BWD_TMA.
   option(SAMEBITS_BWD_TMA_DKDV "sm90 backward: also the v3 dK/dV kernel (needs SAMEBITS_BWD_TMA)" ON)
+  # Experimental fused backward at head dim 128 (dK, dV and dQ in one
+  # kernel, dq added through ordered bulk reductions; other dq bits than
+  # the default): docs/backward_design.md, "Fused dQ, rebuilt".
+  option(SAMEBITS_BWD_FUSED "sm90 backward: the fused kernel at head dim 128 (experimental, other dq bits)" OFF)
   # Set on the backward's sources only: the other kernels never see them.
   if(SAMEBITS_BWD_TMA)
     set_property(SOURCE ${samebits_bwd_sources} APPEND PROPERTY COMPILE_DEFINITIONS SAMEBITS_BWD_TMA=1)
     if(SAMEBITS_BWD_TMA_DKDV)
       set_property(SOURCE ${samebits_bwd_sources} APPEND PROPERTY COMPILE_DEFINITIONS SAMEBITS_BWD_TMA_DKDV=1)
+      if(SAMEBITS_BWD_FUSED)
+        set_property(SOURCE ${samebits_bwd_sources} APPEND PROPERTY COMPILE_DEFINITIONS SAMEBITS_BWD_FUSED=1)
+      endif()
+    elseif(SAMEBITS_BWD_FUSED)
+      message(FATAL_ERROR "SAMEBITS_BWD_FUSED=ON needs SAMEBITS_BWD_TMA_DKDV=ON")
     endif()
   elseif(SAMEBITS_BWD_TMA_DKDV)
     message(FATAL_ERROR "SAMEBITS_BWD_TMA_DKDV=ON needs SAMEBITS_BWD_TMA=ON")

@@ -63,9 +63,27 @@ bool make_map(CUtensorMap* map, const void* data, bool bf16, int head_dim, int64
 }
 #endif
 
+// Query tiles of 64 rows the fused backward's workspace holds a slot for
+// (attention_bwd_sm90_fused.h, dq_tile_index): per sequence for dense
+// batches; total_q / 64 + batch + 1 for packed ones.
+long fused_tiles(const sb_attention_params& p, int64_t total_q) {
+  return p.cu_seqlens_q ? static_cast<long>(total_q / 64) + p.batch + 1
+                        : long(p.batch) * ceil_div(p.seqlen_q, 64);
+}
+bool runs_fused(const sb_attention_params& p) {
+  return p.head_dim == 128 && (p.dtype == SB_BF16 || p.dtype == SB_F16) &&
+         BwdRunConfig<128, true>::kFused;
+}
+size_t fused_bytes(const sb_attention_params& p, int64_t total_q) {
+  using Cfg = BwdFusedConfig<128, true>;
+  return static_cast<size_t>(fused_tiles(p, total_q)) * p.num_heads *
+         (Cfg::kDqTileBytes + sizeof(int32_t));
+}
+
 template <int D, bool kBf16>
-sb_status launch(const sb_attention_params& p, const AttentionBwdParams& kp, BwdLaunchShape shape) {
-  using Cfg = BwdConfig<D, kBf16>;
+sb_status launch(const sb_attention_params& p, AttentionBwdParams kp, BwdLaunchShape shape,
+                 void* workspace, size_t workspace_bytes, int64_t total_q) {
+  using Cfg = BwdRunConfig<D, kBf16>;
   // Dense batches walk their units on a persistent grid (at most one CTA per
   // SM), so that an SM starts its next unit's loads while it finishes the
   // last one (H100, bf16 d 128, dK/dV + dQ kernel time against one CTA per
@@ -102,7 +120,56 @@ sb_status launch(const sb_attention_params& p, const AttentionBwdParams& kp, Bwd
     const long blocks = ceil_div(p.seqlen_k, Cfg::kBlockN);
     shape.dkdv_units = grid_units(long(p.batch) * p.num_heads_k * blocks, blocks);
   }
-  return launch_attention_bwd<Cfg>(kp, shape);
+  if constexpr (!Cfg::kFused) {
+    (void)workspace;
+    (void)workspace_bytes;
+    (void)total_q;
+    return launch_attention_bwd<Cfg>(kp, shape);
+  } else {
+    // The workspace: f32 accumulators [slot][64 x d], then one counter a
+    // slot; the launcher zeroes it. Without the caller's, a stream-ordered
+    // allocation of our own, freed after the launches in stream order.
+    if (p.cu_seqlens_q != nullptr && total_q < 0) {
+      int32_t last = 0;
+      if (cudaMemcpyAsync(&last, p.cu_seqlens_q + p.batch, sizeof last, cudaMemcpyDeviceToHost,
+                          shape.stream) != cudaSuccess ||
+          cudaStreamSynchronize(shape.stream) != cudaSuccess)
+        return fail(SB_CUDA_ERROR, "sm90 attention backward: reading cu_seqlens_q[batch] failed");
+      total_q = last;
+    }
+    const size_t need = fused_bytes(p, total_q);
+    void* ws = workspace;
+    if (ws == nullptr) {
+      if (cudaMallocAsync(&ws, need, shape.stream) != cudaSuccess)
+        return fail(SB_CUDA_ERROR, "sm90 attention backward: cudaMallocAsync of " +
+                                       std::to_string(need) + " workspace bytes failed");
+    } else if (workspace_bytes < need) {
+      return fail(SB_INVALID_ARGUMENT, "sm90 attention backward: workspace of " +
+                                           std::to_string(workspace_bytes) + " bytes, " +
+                                           std::to_string(need) + " needed");
+    }
+    const long slots = fused_tiles(p, total_q) * p.num_heads;
+    kp.dq_accum = static_cast<float*>(ws);
+    kp.dq_sem = reinterpret_cast<int32_t*>(static_cast<float*>(ws) + slots * Cfg::kDqTileFloats);
+    kp.dq_tiles_per_seq = static_cast<int32_t>(ceil_div(p.seqlen_q, 64));
+    // FREE knobs (measurements; docs/backward_design.md "Fused dQ"), and a
+    // DIAGNOSTIC one that breaks dq (never set outside a measurement).
+    auto env_int = [](const char* name, int fallback) {
+      const char* e = std::getenv(name);
+      return e != nullptr && e[0] != '\0' ? std::atoi(e) : fallback;
+    };
+    // Defaults from the H200 sweep of 2026-11-26: one reduction in flight;
+    // block-major walk for unmasked batches (equal units), head-major under
+    // a mask (block-major ends on the longest units there).
+    const bool masked = p.window_left >= 0 || p.window_right >= 0;
+    kp.fused_inflight = env_int("SAMEBITS_BWD_FUSED_INFLIGHT", 1);
+    kp.fused_block_major = env_int("SAMEBITS_BWD_FUSED_BLOCK_MAJOR", masked ? 0 : 1);
+    kp.fused_diag = env_int("SAMEBITS_BWD_FUSED_DIAG", 0);
+    shape.fused_workspace_bytes = need;
+    const sb_status st = launch_attention_bwd<Cfg>(kp, shape);
+    if (workspace == nullptr) cudaFreeAsync(ws, shape.stream);
+    return st;
+  }
 }
 
 }  // namespace
@@ -132,7 +199,17 @@ bool make_bwd_maps(const AttentionBwdParams& p, int head_dim, bool bf16, int q_b
 }
 #endif
 
+size_t attention_bwd_sm90_workspace_size(const sb_attention_params& p, int64_t total_q) {
+  if (!runs_fused(p) || p.batch <= 0) return 0;
+  return fused_bytes(p, p.cu_seqlens_q ? (total_q > 0 ? total_q : 0) : 0);
+}
+
 sb_status attention_bwd_sm90(const sb_attention_params& p) {
+  return attention_bwd_sm90(p, nullptr, 0, -1);
+}
+
+sb_status attention_bwd_sm90(const sb_attention_params& p, void* workspace, size_t workspace_bytes,
+                             int64_t total_q) {
   const char* who = "sm90 attention backward: ";
   if (p.dtype != SB_BF16 && p.dtype != SB_F16)
     return fail(SB_UNSUPPORTED, std::string(who) + "only bf16 and fp16 are built");
@@ -221,14 +298,20 @@ sb_status attention_bwd_sm90(const sb_attention_params& p) {
   kp.window_right = p.window_right;
 
   BwdLaunchShape shape{-1, -1, -1, sm_count(), max_ctas_from_env(),
-                       static_cast<cudaStream_t>(p.stream)};
+                       static_cast<cudaStream_t>(p.stream), 0};
   if (shape.num_sms <= 0) return fail(SB_CUDA_ERROR, std::string(who) + "no CUDA device");
 
   const bool bf16 = p.dtype == SB_BF16;
   switch (p.head_dim) {
-    case 64: return bf16 ? launch<64, true>(p, kp, shape) : launch<64, false>(p, kp, shape);
-    case 128: return bf16 ? launch<128, true>(p, kp, shape) : launch<128, false>(p, kp, shape);
-    default: return bf16 ? launch<256, true>(p, kp, shape) : launch<256, false>(p, kp, shape);
+    case 64:
+      return bf16 ? launch<64, true>(p, kp, shape, workspace, workspace_bytes, total_q)
+                  : launch<64, false>(p, kp, shape, workspace, workspace_bytes, total_q);
+    case 128:
+      return bf16 ? launch<128, true>(p, kp, shape, workspace, workspace_bytes, total_q)
+                  : launch<128, false>(p, kp, shape, workspace, workspace_bytes, total_q);
+    default:
+      return bf16 ? launch<256, true>(p, kp, shape, workspace, workspace_bytes, total_q)
+                  : launch<256, false>(p, kp, shape, workspace, workspace_bytes, total_q);
   }
 }
 

@@ -35,6 +35,17 @@
 
 namespace samebits::cuda::sm90::bwd {
 
+// The fused kernel's hook into a tile (attention_bwd_sm90_fused.h): on_g
+// sees round(G^T) as the dK product's A fragments before that product is
+// issued; after_dk runs after it is issued, before the tile's last wgmma
+// wait (so a product issued there is waited for with the tile's). The
+// three-pass kernels pass NoHook.
+struct NoHook {
+  template <class Af>
+  __device__ __forceinline__ void on_g(const Af&) const {}
+  __device__ __forceinline__ void after_dk() const {}
+};
+
 template <class Cfg>
 struct DkdvKernel {
   static constexpr int kD = Cfg::kHeadDim;
@@ -106,30 +117,36 @@ struct DkdvKernel {
   // tile before it rewrites P^T (pt_phase: parity of the tiles both
   // warpgroups processed so far, the first wait passing at once). Returns
   // whether the tile was processed (false: skipped by both warpgroups).
-  template <bool kDV, bool kDK, bool kPtFree = false>
+  template <bool kDV, bool kDK, bool kPtFree = false, class Hook = NoHook>
   __device__ static bool tile_raw(const Smem& sm, int s, const BwdScore& score,
                                   const BwdVisibility& vis, int m0, int key0, int lane, int warp,
                                   int t128, float (&acc_dv)[kDV ? kAccRegs : 1],
                                   float (&acc_dk)[kDK ? kAccRegs : 1], uint64_t* pt_empty = nullptr,
-                                  uint32_t pt_phase = 0) {
-    int klo, khi;
-    vis.keys_of_rows(m0, m0 + kBm - 1, klo, khi);
-    if (khi < klo || khi < key0 || klo > key0 + 63) return false;  // adds exact zeros: skip
+                                  uint32_t pt_phase = 0, const Hook& hook = Hook{}) {
+    if (skips(vis, m0, key0)) return false;  // adds exact zeros: skip
     if (vis.all_visible(m0, kBm, key0, 64))
       tile_raw_body<kDV, kDK, false, kPtFree>(sm, s, score, vis, m0, key0, lane, warp, t128,
-                                              acc_dv, acc_dk, pt_empty, pt_phase);
+                                              acc_dv, acc_dk, pt_empty, pt_phase, hook);
     else
       tile_raw_body<kDV, kDK, true, kPtFree>(sm, s, score, vis, m0, key0, lane, warp, t128,
-                                             acc_dv, acc_dk, pt_empty, pt_phase);
+                                             acc_dv, acc_dk, pt_empty, pt_phase, hook);
     return true;
   }
 
-  template <bool kDV, bool kDK, bool kMasked, bool kPtFree = false>
+  // Whether no row of the tile at m0 sees a key of [key0, key0 + 64): the
+  // warpgroup's products would add exact zeros, and it skips the tile.
+  __device__ __forceinline__ static bool skips(const BwdVisibility& vis, int m0, int key0) {
+    int klo, khi;
+    vis.keys_of_rows(m0, m0 + kBm - 1, klo, khi);
+    return khi < klo || khi < key0 || klo > key0 + 63;
+  }
+
+  template <bool kDV, bool kDK, bool kMasked, bool kPtFree = false, class Hook = NoHook>
   __device__ static void tile_raw_body(const Smem& sm, int s, const BwdScore& score,
                                        const BwdVisibility& vis, int m0, int key0, int lane,
                                        int warp, int t128, float (&acc_dv)[kDV ? kAccRegs : 1],
                                        float (&acc_dk)[kDK ? kAccRegs : 1], uint64_t* pt_empty,
-                                       uint32_t pt_phase) {
+                                       uint32_t pt_phase, const Hook& hook = Hook{}) {
     constexpr bool kShare = Cfg::kShareP;  // only read with split roles
     constexpr uint32_t kRow = Cfg::kRowBytes;
     const uint32_t k_addr = smem_addr(sm.k()) + (key0 % kBn) * kRow;
@@ -224,8 +241,10 @@ struct DkdvKernel {
         fence_regs(acc_dv);
       }
       pack_a<kBm, Cfg::kBf16>(dpt, af);
+      hook.on_g(af);
       // gemm round(G^T) * Q -> dK (group 4)
       issue_rs<kBm, kD, Cfg::kBf16>(acc_dk, af, q_addr, kBm * kRow);
+      hook.after_dk();
     }
     wgmma_wait<0>();  // every read of this stage and of af is done
     if constexpr (kDK) fence_regs(acc_dk);
@@ -235,14 +254,12 @@ struct DkdvKernel {
 
   // One (h, m) tile for one warpgroup, any score form (softcap, or a
   // non-positive scale). kDV / kDK: which accumulators it owns.
-  template <bool kDV, bool kDK>
+  template <bool kDV, bool kDK, class Hook = NoHook>
   __device__ static void tile(const Smem& sm, int s, const BwdScore& score,
                               const BwdVisibility& vis, int m0, int key0, int lane, int warp,
                               float (&acc_dv)[kDV ? kAccRegs : 1],
-                              float (&acc_dk)[kDK ? kAccRegs : 1]) {
-    int klo, khi;
-    vis.keys_of_rows(m0, m0 + kBm - 1, klo, khi);
-    if (khi < klo || khi < key0 || klo > key0 + 63) return;  // adds exact zeros: skip
+                              float (&acc_dk)[kDK ? kAccRegs : 1], const Hook& hook = Hook{}) {
+    if (skips(vis, m0, key0)) return;  // adds exact zeros: skip
     const bool full = vis.all_visible(m0, kBm, key0, 64);
 
     constexpr uint32_t kRow = Cfg::kRowBytes;
@@ -311,8 +328,10 @@ struct DkdvKernel {
         fence_regs(acc_dv);
       }
       pack_a<kBm, Cfg::kBf16>(dpt, af);
+      hook.on_g(af);
       // gemm round(G^T) * Q -> dK (group 4)
       issue_rs<kBm, kD, Cfg::kBf16>(acc_dk, af, q_addr, kBm * kRow);
+      hook.after_dk();
     }
     wgmma_wait<0>();  // every read of this stage and of af is done
     if constexpr (kDK) fence_regs(acc_dk);

@@ -91,6 +91,25 @@ struct DkdvTmaKernel {
     }
   };
 
+  // The (KV head g, KV block n) of the unit Walker numbered (g, nn) inside
+  // sequence b (head-major, blocks ascending). The three passes keep it.
+  // The fused kernel (Cfg::kFused) walks blocks descending, since its dQ
+  // fold adds block n + 1's partial before block n's and a unit must only
+  // wait for units earlier in the walk; with p.fused_block_major, block
+  // before head (FREE: which CTA runs a unit, and when, moves no bit).
+  __device__ __forceinline__ static void unit_of(const AttentionBwdParams& p, int b, int& g, int& n) {
+    if constexpr (Cfg::kFused) {
+      const int len = p.cu_seqlens_k ? p.cu_seqlens_k[b + 1] - p.cu_seqlens_k[b] : p.seqlen_k;
+      const int blocks = (len + kBn - 1) / kBn;
+      if (p.fused_block_major) {
+        const long r = long(g) * blocks + n;
+        g = static_cast<int>(r % p.num_heads_k);
+        n = static_cast<int>(r / p.num_heads_k);
+      }
+      n = blocks - 1 - n;
+    }
+  }
+
   // ---------------------------------------------------------------- producer
   // (tile loads: attention_bwd_sm90_tile_loads.h)
   __device__ static void producer(const AttentionBwdParams& p, const BwdMaps& maps,
@@ -111,6 +130,7 @@ struct DkdvTmaKernel {
     for (long unit = zigzag_unit(0, walk_packed);
          walker.get<true>(p, unit, p.num_heads_k, kBn, b, g, n);
          unit = zigzag_unit(++unit_iter, walk_packed)) {
+      unit_of(p, b, g, n);
       const UnitTiles u(p, b, n);
       const int qb = q_packed ? 0 : b, kb = k_packed ? 0 : b;
 
@@ -212,6 +232,7 @@ struct DkdvTmaKernel {
     for (long unit = zigzag_unit(0, walk_packed);
          walker.get<true>(p, unit, p.num_heads_k, kBn, b, g, n);
          unit = zigzag_unit(++unit_iter, walk_packed)) {
+      unit_of(p, b, g, n);
       const UnitTiles u(p, b, n);
       const int key0 = Cfg::kSplitRoles ? u.k0 : u.k0 + 64 * wg;  // this warpgroup's first key
 

@@ -2,6 +2,6 @@
 #include "cuda/attention_bwd_sm90_launch_impl.h"
 
 namespace samebits::cuda::sm90 {
-template sb_status launch_attention_bwd<BwdConfig<128, false>>(const AttentionBwdParams&,
+template sb_status launch_attention_bwd<BwdRunConfig<128, false>>(const AttentionBwdParams&,
                                                               const BwdLaunchShape&);
 }  // namespace samebits::cuda::sm90

@@ -2,6 +2,6 @@
 #include "cuda/attention_bwd_sm90_launch_impl.h"
 
 namespace samebits::cuda::sm90 {
-template sb_status launch_attention_bwd<BwdConfig<256, true>>(const AttentionBwdParams&,
+template sb_status launch_attention_bwd<BwdRunConfig<256, true>>(const AttentionBwdParams&,
                                                               const BwdLaunchShape&);
 }  // namespace samebits::cuda::sm90

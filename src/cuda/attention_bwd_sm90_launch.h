@@ -24,6 +24,7 @@ struct BwdLaunchShape {
   int num_sms;
   int max_ctas;  // > 0: cap on every grid (tests use it to vary the grid)
   cudaStream_t stream;
+  size_t fused_workspace_bytes;  // the fused backward: workspace bytes (zeroed per call)
 };
 
 template <class Cfg>
@@ -38,7 +39,17 @@ bool make_bwd_maps(const AttentionBwdParams& p, int head_dim, bool bf16, int q_b
                       int kv_box_rows, BwdMaps* maps);
 #endif
 
-// Entry point from launch.cu.
+// Entry points from launch.cu.
+// Bytes of device workspace the backward of p needs (0: none): the fused
+// backward's f32 dQ accumulators and counters. total_q: rows of the packed
+// q when cu_seqlens_q is set; ignored for dense batches.
+size_t attention_bwd_sm90_workspace_size(const sb_attention_params& p, int64_t total_q);
+// workspace == nullptr (bytes == 0): the backward allocates and frees its
+// own, stream-ordered (a packed batch with total_q < 0 then reads the row
+// count from cu_seqlens_q, a synchronizing copy). The results never depend
+// on the workspace.
+sb_status attention_bwd_sm90(const sb_attention_params& p, void* workspace, size_t bytes,
+                             int64_t total_q);
 sb_status attention_bwd_sm90(const sb_attention_params& p);
 
 }  // namespace samebits::cuda::sm90

@@ -6,6 +6,9 @@
 //   2. dK, dV                                   (attention_bwd_sm90_dkdv.h)
 //   3. dQ, overwriting D                        (attention_bwd_sm90_dq.h;
 //      with SAMEBITS_BWD_TMA the v3 kernel of attention_bwd_sm90_dq_tma.h)
+// The fused configuration (BwdFusedConfig, SAMEBITS_BWD_FUSED) runs the
+// preprocess, a zero fill of its workspace, the fused dK/dV/dQ kernel and
+// the dq conversion instead (launch_attention_bwd_fused).
 #pragma once
 
 #include <string>
@@ -22,6 +25,7 @@
 #endif
 #if SAMEBITS_BWD_TMA && SAMEBITS_BWD_TMA_DKDV
 #include "cuda/attention_bwd_sm90_dkdv_tma.h"
+#include "cuda/attention_bwd_sm90_fused.h"
 #endif
 
 namespace samebits::cuda::sm90 {
@@ -62,8 +66,49 @@ inline sb_status check(const char* what) {
 }
 }  // namespace bwd_detail
 
+#if SAMEBITS_BWD_TMA && SAMEBITS_BWD_TMA_DKDV
+// The fused backward (BwdFusedConfig; attention_bwd_sm90_fused.h): the
+// preprocess, a zero fill of the workspace (accumulators and counters),
+// the fused kernel, and the conversion of the accumulators into dq, in
+// stream order. params.dq_accum / dq_sem: the caller's workspace of
+// shape.fused_workspace_bytes.
 template <class Cfg>
-sb_status launch_attention_bwd(const AttentionBwdParams& params, const BwdLaunchShape& shape) {
+sb_status launch_attention_bwd_fused(const AttentionBwdParams& params, const BwdLaunchShape& shape) {
+  using namespace bwd_detail;
+  BwdMaps maps;
+  if (!make_bwd_maps(params, Cfg::kHeadDim, Cfg::kBf16, Cfg::kBlockM, Cfg::kBlockN, &maps))
+    return fail(SB_UNSUPPORTED,
+                "attention_bwd_sm90: the fused backward's tensor maps could not be encoded "
+                "(a stride TMA does not take)");
+  if (long g = grid_of(shape.pre_units, 8, shape); g > 0) {
+    bwd::attention_bwd_preprocess_sm90_kernel<Cfg::kHeadDim, Cfg::kBf16>
+        <<<static_cast<unsigned>(g), bwd::kPreprocessThreads, 0, shape.stream>>>(params);
+    if (sb_status s = check("preprocess launch"); s != SB_OK) return s;
+  }
+  if (const cudaError_t err =
+          cudaMemsetAsync(params.dq_accum, 0, shape.fused_workspace_bytes, shape.stream);
+      err != cudaSuccess)
+    return fail(SB_CUDA_ERROR, std::string("attention_bwd_sm90: workspace zero fill: ") +
+                                   cudaGetErrorString(err));
+  if (long g = grid_of(shape.dkdv_units, 1, shape); g > 0) {
+    constexpr auto kernel = bwd::attention_bwd_fused_sm90_kernel<Cfg>;
+    if (sb_status s = opt_in<kernel>(Cfg::kDkdvTmaSmemBytes); s != SB_OK) return s;
+    kernel<<<static_cast<unsigned>(g), Cfg::kDkdvTmaThreads, Cfg::kDkdvTmaSmemBytes, shape.stream>>>(
+        params, maps);
+    if (sb_status s = check("fused launch"); s != SB_OK) return s;
+  }
+  if (long g = grid_of(shape.pre_units, 8, shape); g > 0) {
+    bwd::attention_bwd_dq_convert_sm90_kernel<Cfg::kHeadDim, Cfg::kBf16>
+        <<<static_cast<unsigned>(g), 128, 0, shape.stream>>>(params);
+    if (sb_status s = check("dq conversion launch"); s != SB_OK) return s;
+  }
+  return SB_OK;
+}
+#endif
+
+// The three passes (BwdConfig).
+template <class Cfg>
+sb_status launch_attention_bwd_passes(const AttentionBwdParams& params, const BwdLaunchShape& shape) {
   using namespace bwd_detail;
   // The tensor maps are encoded before the first launch, so that the three
   // kernels go out back to back: host work between two launches would leave
@@ -123,6 +168,15 @@ sb_status launch_attention_bwd(const AttentionBwdParams& params, const BwdLaunch
     if (sb_status s = check("dq launch"); s != SB_OK) return s;
   }
   return SB_OK;
+}
+
+template <class Cfg>
+sb_status launch_attention_bwd(const AttentionBwdParams& params, const BwdLaunchShape& shape) {
+#if SAMEBITS_BWD_TMA && SAMEBITS_BWD_TMA_DKDV
+  if constexpr (Cfg::kFused) return launch_attention_bwd_fused<Cfg>(params, shape);
+  else
+#endif
+    return launch_attention_bwd_passes<Cfg>(params, shape);
 }
 
 }  // namespace samebits::cuda::sm90

@@ -8,6 +8,8 @@
 #include <cuda.h>
 #include <stdint.h>
 
+#include <type_traits>
+
 #include "samebits/config.h"
 
 // FREE build switch (speed only): 1 = the dK/dV kernel's two warpgroups
@@ -28,6 +30,15 @@
 // warpgroup with setmaxnreg). CMake: -DSAMEBITS_BWD_TMA_DKDV=ON.
 #ifndef SAMEBITS_BWD_TMA_DKDV
 #define SAMEBITS_BWD_TMA_DKDV 0
+#endif
+// BITS build switch, default 0 (CMake -DSAMEBITS_BWD_FUSED=ON), needs
+// SAMEBITS_BWD_TMA_DKDV: 1 = head dim 128 runs the fused backward
+// (BwdFusedConfig, attention_bwd_sm90_fused.h), whose dq is a fold of
+// 128-key partials (docs/backward_design.md "Fused dQ, rebuilt"): other
+// dq bits than the default build's. Experimental: correct and
+// deterministic, not yet faster than the three passes.
+#ifndef SAMEBITS_BWD_FUSED
+#define SAMEBITS_BWD_FUSED 0
 #endif
 
 namespace samebits::cuda::sm90 {
@@ -76,6 +87,26 @@ struct AttentionBwdParams {
   int32_t has_softcap;
   int32_t window_left;   // < 0: unbounded
   int32_t window_right;  // < 0: unbounded
+
+  // Fused dQ (BwdFusedConfig, attention_bwd_sm90_fused.h): the caller's
+  // workspace. dq_accum: one f32 tile of 64 rows x d per (query tile,
+  // head), in the consumers' fragment order; dq_sem: one ordering counter
+  // per (query tile, head). Query tile (b, m) is dq_tile_index(); dense
+  // batches have dq_tiles_per_seq tiles a sequence. Null otherwise.
+  float* dq_accum;
+  int32_t* dq_sem;
+  int32_t dq_tiles_per_seq;
+  // FREE knobs of the fused kernel (the same bits for any value):
+  // fused_inflight: bulk reductions the writer keeps in flight (1..4)
+  // before it waits for the oldest to complete and raises its counter;
+  // fused_block_major: units numbered KV block (descending) before KV head,
+  // so the CTAs at work at one time hold few blocks of one head and each
+  // query tile's chain of ordered additions is short. DIAGNOSTIC (wrong
+  // dq, measurements only): fused_diag bit 0 drops the ordering wait,
+  // bit 1 the reductions.
+  int32_t fused_inflight;
+  int32_t fused_block_major;
+  int32_t fused_diag;
 };
 
 // Tile configuration of one (head dim, dtype). Nothing here is BITS: the
@@ -107,6 +138,7 @@ struct BwdConfig {
   // than with split roles (fifth session, docs/backward_design.md): the two
   // warpgroups no longer wait for each other every tile, and each streamed
   // Q / dO tile serves 128 keys. FREE: the same bits either way.
+  static constexpr bool kFused = false;  // BwdFusedConfig: true
   static constexpr bool kSplitRoles = kHeadDim > 128;
   static constexpr int kBlockN = kSplitRoles ? 64 : 128;
   static constexpr int kBlockM = 64;  // query rows per streamed Q / dO tile
@@ -206,6 +238,62 @@ struct BwdConfig {
                 "shared memory over the sm90 limit");
   static_assert(kBlockM % 16 == 0 && kDqBlockN % 16 == 0, "k16 steps");
 };
+
+// The fused dK/dV/dQ kernel's configuration (head dim 128): BwdConfig's
+// tiles (128 keys a CTA, each consumer warpgroup 64 keys with both dK and
+// dV, 64-row Q / dO tiles) with two Q / dO stages instead of three, so that
+// shared memory also holds the round(G^T) tiles (the dQ product's A
+// operand, two buffers) and the f32 dQ partials (two buffers, read by the
+// bulk reductions). The layout members shadow BwdConfig's, so DkdvKernel
+// and DkdvTmaKernel instantiated on this config address this layout.
+//
+// NUMERICS (BITS): dq is the fold of 128-key partials, each a k16 chain
+// over its block's keys from zero, added into one f32 accumulator per
+// (row, head, dim) in descending KV-block order (docs/numerics.md
+// "Backward"). kBlockN is therefore part of the contract here; the other
+// members are FREE.
+template <int kHeadDim_, bool kBf16_>
+struct BwdFusedConfig : BwdConfig<kHeadDim_, kBf16_> {
+  using Base = BwdConfig<kHeadDim_, kBf16_>;
+  static_assert(!Base::kSplitRoles && Base::kBlockN == 128 && Base::kBlockM == 64,
+                "the fused kernel needs both products in each warpgroup, 128 keys a CTA");
+  static constexpr bool kFused = true;
+  // Q / dO stages and f32 dQ buffers (shared memory holds 2 + 2 or 3 + 1).
+#ifndef SAMEBITS_BWD_FUSED_STAGES
+#define SAMEBITS_BWD_FUSED_STAGES 2
+#endif
+  static constexpr int kStages = SAMEBITS_BWD_FUSED_STAGES;
+  static constexpr int kDqBufs = kStages >= 3 ? 1 : 2;
+  // K, V | Q [stage] | dO [stage] | G^T [2] | dQ [kDqBufs] | lse, D [stage]
+  // | barriers: the 1024-byte aligned tiles first.
+  static constexpr int kDkdvOffQ = Base::kDkdvOffV + Base::kKVBytes;
+  static constexpr int kDkdvOffDo = kDkdvOffQ + kStages * Base::kQTileBytes;
+  // round(G^T) of a tile: kBlockN keys x kBlockM rows, 16-bit, one 128-byte
+  // swizzled row a key (the dQ product reads it MN-major). Two buffers.
+  static constexpr int kGBytes = Base::kBlockN * Base::kBlockM * 2;
+  static constexpr int kFusedOffG = kDkdvOffDo + kStages * Base::kQTileBytes;
+  // f32 dQ partial of a tile: kBlockM x d, kDqBufs buffers.
+  static constexpr int kDqTileFloats = Base::kBlockM * Base::kHeadDim;
+  static constexpr int kDqTileBytes = kDqTileFloats * 4;
+  static constexpr int kFusedOffDq = kFusedOffG + 2 * kGBytes;
+  static constexpr int kDkdvOffRow = kFusedOffDq + kDqBufs * kDqTileBytes;         // lse, D [stage]
+  static constexpr int kDkdvOffP = kDkdvOffRow + kStages * 2 * Base::kBlockM * 4;  // (no P^T)
+  static constexpr int kDkdvTmaOffBars = kDkdvOffP;
+  // DkdvTmaKernel's barriers (3 + 2 kStages), then dq_full[2], dq_empty[2].
+  static constexpr int kDkdvTmaBarriers = 3 + 2 * kStages + 4;
+  static constexpr int kDkdvTmaSmemBytes = kDkdvTmaOffBars + kDkdvTmaBarriers * 8 + 1024;
+  static_assert(kDkdvTmaSmemBytes <= 227 * 1024, "fused shared memory over the sm90 limit");
+  static_assert(kGBytes % 1024 == 0 && kDqTileBytes % 1024 == 0, "1024-byte aligned buffers");
+};
+
+// The configuration the library runs for (head dim, dtype): the fused
+// kernel at head dim 128 (SAMEBITS_BWD_FUSED, with the v3 dK/dV kernel it
+// builds on), else the three passes.
+template <int kHeadDim, bool kBf16>
+using BwdRunConfig =
+    std::conditional_t<kHeadDim == 128 && SAMEBITS_BWD_FUSED && SAMEBITS_BWD_TMA &&
+                           SAMEBITS_BWD_TMA_DKDV,
+                       BwdFusedConfig<kHeadDim, kBf16>, BwdConfig<kHeadDim, kBf16>>;
 
 // Tensor maps of a v3 kernel (SAMEBITS_BWD_TMA): q, dout, k, v as 4D
 // (dim, row, head, batch) with 128-byte swizzled boxes of 64 columns and

@@ -608,9 +608,22 @@ void negative_control() {
 // random values in [-1, 1) (lse = 0): all-zero inputs, which this bench fed
 // until the fifth session, let the tensor cores run faster than on real
 // data (about 12 % at d = 128, 16k).
+// BWD_BENCH_DIMS (e.g. "128"): the head dims to time (default 64,128,256).
+std::vector<int> bench_dims() {
+  const char* e = std::getenv("BWD_BENCH_DIMS");
+  if (e == nullptr || e[0] == '\0') return {64, 128, 256};
+  std::vector<int> dims;
+  for (const char* c = e; *c;) {
+    dims.push_back(std::atoi(c));
+    while (*c && *c != ',') ++c;
+    if (*c == ',') ++c;
+  }
+  return dims;
+}
+
 void bench() {
   std::printf("\n| dtype | d | L | causal | ms | TFLOP/s |\n|---|---|---|---|---|---|\n");
-  for (int D : {64, 128, 256})
+  for (int D : bench_dims())
     for (int L : {1024, 4096, 16384})
       for (bool causal : {false, true}) {
         const int B = 16384 / L, H = 16;
