@@ -25,35 +25,39 @@
 // causal mask a block's first tiles are those of its own diagonal, where it
 // is the first to add.
 //
-//   warpgroups 0, 1   consumers: DkdvKernel's tile functions (64 keys each,
-//                     dK and dV), with a hook that stores round(G^T) and
-//                     issues the dQ product (each warpgroup 64 of the d
-//                     columns, over all 128 keys)
+// Status: correct and deterministic (the GPU test's 169 checks, the same
+// 50-run hashes on every run and grid), but not yet faster than the three
+// passes (docs/backward_design.md, "Fused dQ, rebuilt"): built only with
+// SAMEBITS_BWD_FUSED.
+//
+//   warpgroups 0, 1   consumers: 64 keys each, dK and dV, with the
+//                     operations of DkdvKernel's tiles (tile_raw below for
+//                     the raw exponent form, DkdvKernel::tile with a hook
+//                     otherwise); each stores its half of round(G^T), and
+//                     warpgroup t % 2 computes tile t's dQ partial (m64n128,
+//                     over all 128 keys), so they take turns
 //   warpgroup 2       warp 8: DkdvTmaKernel's producer (Q, dO, lse, D; K, V)
-//                     warp 9: the writer (bulk reductions, the counters)
+//                     warp 9, one thread: the writer (bulk reductions and
+//                     the ordering counters)
 //
 // Barriers, beside DkdvTmaKernel's (kv_full, kv_empty, q_full[s],
-// q_empty[s]; see attention_bwd_sm90_dkdv_tma.h):
-//   named barrier 2   consumers <-> consumers (256 threads): both halves of
-//                     round(G^T) of the tile are in G buffer t % 2. The
-//                     buffer is rewritten two tiles later, after the next
-//                     tile's barrier 2, which each warpgroup reaches only
-//                     after its wgmma wait of this tile (its dQ reads).
-//   dq_full[i]        consumers -> writer: dQ partial of a tile in buffer
-//                     i (256 arrivals, each after its own stores and a
-//                     proxy fence toward the bulk copy's async proxy)
-//   dq_empty[i]       writer -> consumers: the reduction has read buffer i
-//                     (1 arrival). Consumers wait for it before writing.
+// q_empty[s]; see attention_bwd_sm90_dkdv_tma.h), for G buffer b = t % 2:
+//   g_full(b)     named barrier, 256 threads: the warpgroup that is not b
+//                 arrives after its half of G^T (and a proxy fence);
+//                 warpgroup b syncs, then issues the dQ product
+//   g_free(b)     named barrier, 256 threads: warpgroup b arrives once its
+//                 dQ product (which reads the buffer) was waited for; the
+//                 other warpgroup syncs before it writes buffer b again
+//                 (two tiles later; not before the buffer's first use)
+//   dq_full[i]    mbarrier, warpgroup b -> writer: the f32 partial is in dQ
+//                 buffer i (128 arrivals, each after its own stores and a
+//                 proxy fence toward the bulk copy's async proxy)
+//   dq_empty[i]   mbarrier, writer -> consumers: the reduction has read
+//                 buffer i (1 arrival); waited for before the buffer is
+//                 written again
 #pragma once
 
 #include "cuda/attention_bwd_sm90_dkdv_tma.h"
-
-// FREE build switch (measurements): 1 = tile_raw forms P while dP^T runs
-// and keeps it in f32 for G (DkdvKernel's order), 0 = P and G together
-// after both products (fewer registers).
-#ifndef SAMEBITS_BWD_FUSED_OVERLAP
-#define SAMEBITS_BWD_FUSED_OVERLAP 0
-#endif
 
 namespace samebits::cuda::sm90::bwd {
 
@@ -275,41 +279,6 @@ struct FusedKernel {
     // gemm K_wg * Q^T -> S^T; gemm V_wg * dO^T -> dP^T (one group each)
     issue_ss<kBm, kD, Cfg::kBf16>(st, k_addr, kBn * kRow, q_addr, kBm * kRow);
     issue_ss<kBm, kD, Cfg::kBf16>(dpt, v_addr, kBn * kRow, do_addr, kBm * kRow);
-#if SAMEBITS_BWD_FUSED_OVERLAP
-    // P while dP^T runs (kept in f32 for G), dV issued before dP^T is waited for.
-    wgmma_wait<1>();
-    fence_regs(st);
-#pragma unroll
-    for (int e = 0; e < kSRegs; ++e) {
-      constexpr float kLog2e = 1.4426950408889634f;
-      const float lse2 = __fmul_rn(lse_s[col(e)], kLog2e);
-      const float p = exp2_approx(__fmaf_rn(st[e], score.scale_log2, -lse2));
-      st[e] = visible(e) ? p : 0.f;
-    }
-#pragma unroll
-    for (int e = 0; e < kSRegs; e += 2) ap[e / 8][(e % 8) / 2] = pack2<Cfg::kBf16>(st[e], st[e + 1]);
-    issue_rs<kBm, kD, Cfg::kBf16>(acc_dv, ap, do_addr, kBm * kRow);
-    wgmma_wait<1>();
-    fence_regs(dpt);
-#pragma unroll
-    for (int e = 0; e < kSRegs; e += 2) {
-      float gv[2];
-#pragma unroll
-      for (int k = 0; k < 2; ++k) {
-        const float g = __fmul_rn(st[e + k], __fsub_rn(dpt[e + k], dd_s[col(e + k)]));
-        gv[k] = visible(e + k) ? g : 0.f;
-      }
-      ag[e / 8][(e % 8) / 2] = pack2<Cfg::kBf16>(gv[0], gv[1]);
-    }
-    hook.on_g(ag);
-    issue_rs<kBm, kD, Cfg::kBf16>(acc_dk, ag, q_addr, kBm * kRow);
-    wgmma_wait<0>();
-    fence_regs(acc_dk);
-    fence_regs(acc_dv);
-    fence_regs(ap);
-    fence_regs(ag);
-    return;
-#endif
     wgmma_wait<0>();
     fence_regs(st);
     fence_regs(dpt);
