@@ -82,7 +82,7 @@ size_t fused_bytes(const sb_attention_params& p, int64_t total_q) {
 
 template <int D, bool kBf16>
 sb_status launch(const sb_attention_params& p, AttentionBwdParams kp, BwdLaunchShape shape,
-                 void* workspace, size_t workspace_bytes, int64_t total_q) {
+                 void* workspace, int64_t total_q) {
   using Cfg = BwdRunConfig<D, kBf16>;
   // Dense batches walk their units on a persistent grid (at most one CTA per
   // SM), so that an SM starts its next unit's loads while it finishes the
@@ -122,7 +122,6 @@ sb_status launch(const sb_attention_params& p, AttentionBwdParams kp, BwdLaunchS
   }
   if constexpr (!Cfg::kFused) {
     (void)workspace;
-    (void)workspace_bytes;
     (void)total_q;
     return launch_attention_bwd<Cfg>(kp, shape);
   } else {
@@ -137,17 +136,13 @@ sb_status launch(const sb_attention_params& p, AttentionBwdParams kp, BwdLaunchS
         return fail(SB_CUDA_ERROR, "sm90 attention backward: reading cu_seqlens_q[batch] failed");
       total_q = last;
     }
+    // (A caller's workspace was checked against this size by the C ABI,
+    // sb_attention_backward_ws.)
     const size_t need = fused_bytes(p, total_q);
     void* ws = workspace;
-    if (ws == nullptr) {
-      if (cudaMallocAsync(&ws, need, shape.stream) != cudaSuccess)
-        return fail(SB_CUDA_ERROR, "sm90 attention backward: cudaMallocAsync of " +
-                                       std::to_string(need) + " workspace bytes failed");
-    } else if (workspace_bytes < need) {
-      return fail(SB_INVALID_ARGUMENT, "sm90 attention backward: workspace of " +
-                                           std::to_string(workspace_bytes) + " bytes, " +
-                                           std::to_string(need) + " needed");
-    }
+    if (ws == nullptr && cudaMallocAsync(&ws, need, shape.stream) != cudaSuccess)
+      return fail(SB_CUDA_ERROR, "sm90 attention backward: cudaMallocAsync of " +
+                                     std::to_string(need) + " workspace bytes failed");
     const long slots = fused_tiles(p, total_q) * p.num_heads;
     kp.dq_accum = static_cast<float*>(ws);
     kp.dq_sem = reinterpret_cast<int32_t*>(static_cast<float*>(ws) + slots * Cfg::kDqTileFloats);
@@ -210,6 +205,7 @@ sb_status attention_bwd_sm90(const sb_attention_params& p) {
 
 sb_status attention_bwd_sm90(const sb_attention_params& p, void* workspace, size_t workspace_bytes,
                              int64_t total_q) {
+  (void)workspace_bytes;  // checked against the size by the C ABI
   const char* who = "sm90 attention backward: ";
   if (p.dtype != SB_BF16 && p.dtype != SB_F16)
     return fail(SB_UNSUPPORTED, std::string(who) + "only bf16 and fp16 are built");
@@ -304,14 +300,14 @@ sb_status attention_bwd_sm90(const sb_attention_params& p, void* workspace, size
   const bool bf16 = p.dtype == SB_BF16;
   switch (p.head_dim) {
     case 64:
-      return bf16 ? launch<64, true>(p, kp, shape, workspace, workspace_bytes, total_q)
-                  : launch<64, false>(p, kp, shape, workspace, workspace_bytes, total_q);
+      return bf16 ? launch<64, true>(p, kp, shape, workspace, total_q)
+                  : launch<64, false>(p, kp, shape, workspace, total_q);
     case 128:
-      return bf16 ? launch<128, true>(p, kp, shape, workspace, workspace_bytes, total_q)
-                  : launch<128, false>(p, kp, shape, workspace, workspace_bytes, total_q);
+      return bf16 ? launch<128, true>(p, kp, shape, workspace, total_q)
+                  : launch<128, false>(p, kp, shape, workspace, total_q);
     default:
-      return bf16 ? launch<256, true>(p, kp, shape, workspace, workspace_bytes, total_q)
-                  : launch<256, false>(p, kp, shape, workspace, workspace_bytes, total_q);
+      return bf16 ? launch<256, true>(p, kp, shape, workspace, total_q)
+                  : launch<256, false>(p, kp, shape, workspace, total_q);
   }
 }
 

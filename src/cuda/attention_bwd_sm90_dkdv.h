@@ -37,13 +37,10 @@ namespace samebits::cuda::sm90::bwd {
 
 // The fused kernel's hook into a tile (attention_bwd_sm90_fused.h): on_g
 // sees round(G^T) as the dK product's A fragments before that product is
-// issued; after_dk runs after it is issued, before the tile's last wgmma
-// wait (so a product issued there is waited for with the tile's). The
-// three-pass kernels pass NoHook.
+// issued. The three-pass kernels pass NoHook.
 struct NoHook {
   template <class Af>
   __device__ __forceinline__ void on_g(const Af&) const {}
-  __device__ __forceinline__ void after_dk() const {}
 };
 
 template <class Cfg>
@@ -244,7 +241,6 @@ struct DkdvKernel {
       hook.on_g(af);
       // gemm round(G^T) * Q -> dK (group 4)
       issue_rs<kBm, kD, Cfg::kBf16>(acc_dk, af, q_addr, kBm * kRow);
-      hook.after_dk();
     }
     wgmma_wait<0>();  // every read of this stage and of af is done
     if constexpr (kDK) fence_regs(acc_dk);
@@ -331,7 +327,6 @@ struct DkdvKernel {
       hook.on_g(af);
       // gemm round(G^T) * Q -> dK (group 4)
       issue_rs<kBm, kD, Cfg::kBf16>(acc_dk, af, q_addr, kBm * kRow);
-      hook.after_dk();
     }
     wgmma_wait<0>();  // every read of this stage and of af is done
     if constexpr (kDK) fence_regs(acc_dk);

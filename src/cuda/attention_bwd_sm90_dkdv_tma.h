@@ -110,6 +110,18 @@ struct DkdvTmaKernel {
     }
   }
 
+  // The barriers' arrival counts (above), set by one thread before the
+  // kernel's only __syncthreads; the caller fences them (fence_barrier_init).
+  __device__ static void init_barriers(const Bars& bars) {
+    mbar_init(bars.kv_full(), 32);
+    mbar_init(bars.kv_empty(), kConsumerWarps * 32);
+    for (int s = 0; s < kS; ++s) {
+      mbar_init(bars.q_full(s), 32);
+      mbar_init(bars.q_empty(s), kConsumerWarps * 32);
+    }
+    mbar_init(bars.pt_empty(), 128);
+  }
+
   // ---------------------------------------------------------------- producer
   // (tile loads: attention_bwd_sm90_tile_loads.h)
   __device__ static void producer(const AttentionBwdParams& p, const BwdMaps& maps,
@@ -284,13 +296,7 @@ __global__ void __launch_bounds__(Cfg::kDkdvTmaThreads, 1)
   // Warpgroup index, warp-uniform (shuffled from lane 0) for the role branch.
   const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
   if (threadIdx.x == 0) {
-    mbar_init(bars.kv_full(), 32);
-    mbar_init(bars.kv_empty(), K::kConsumerWarps * 32);
-    for (int s = 0; s < K::kS; ++s) {
-      mbar_init(bars.q_full(s), 32);
-      mbar_init(bars.q_empty(s), K::kConsumerWarps * 32);
-    }
-    mbar_init(bars.pt_empty(), 128);
+    K::init_barriers(bars);
     fence_barrier_init();
   }
   __syncthreads();  // the only CTA-wide barrier: barriers initialised

@@ -233,7 +233,6 @@ struct FusedKernel {
             asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(af[kk][2 * half + hh]) : "memory");
           }
     }
-    __device__ __forceinline__ void after_dk() const {}
   };
 
   // One tile for one warpgroup in the raw exponent form (no softcap,
@@ -474,13 +473,7 @@ __global__ void __launch_bounds__(Cfg::kDkdvTmaThreads, 1)
   const typename Tma::Bars tb = bars.tma();
   const int wg = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 128), 0);
   if (threadIdx.x == 0) {
-    mbar_init(tb.kv_full(), 32);
-    mbar_init(tb.kv_empty(), Tma::kConsumerWarps * 32);
-    for (int s = 0; s < Cfg::kStages; ++s) {
-      mbar_init(tb.q_full(s), 32);
-      mbar_init(tb.q_empty(s), Tma::kConsumerWarps * 32);
-    }
-    mbar_init(tb.pt_empty(), 128);  // unused (no split roles)
+    Tma::init_barriers(tb);  // (pt_empty unused: no split roles)
     for (int i = 0; i < 2; ++i) {
       mbar_init(bars.dq_full(i), 128);  // the warpgroup that computed the partial
       mbar_init(bars.dq_empty(i), 1);
