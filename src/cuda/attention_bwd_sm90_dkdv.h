@@ -51,6 +51,7 @@ struct DkdvKernel {
   static constexpr int kT = Cfg::kThreads;
   static constexpr int kSRegs = kBm / 2;  // S^T slice: 64 x Bm f32 over 128 threads
   static constexpr int kAccRegs = kD / 2;
+  using Frags = uint32_t[kBm / 16][4];  // A fragments of round(P^T) / round(G^T)
 
   struct Smem {
     uint8_t* base;
@@ -114,20 +115,43 @@ struct DkdvKernel {
   // tile before it rewrites P^T (pt_phase: parity of the tiles both
   // warpgroups processed so far, the first wait passing at once). Returns
   // whether the tile was processed (false: skipped by both warpgroups).
-  template <bool kDV, bool kDK, bool kPtFree = false, class Hook = NoHook>
+  //
+  // kPipe (v3 without split roles: each warpgroup owns dK and dV of its
+  // keys): the tile returns with its dK product still running, so the next
+  // tile's S^T queues behind it instead of after a drain. The next tile
+  // waits for that dK (wgmma groups complete in issue order) before it
+  // issues dP^T, and right after that wait the thread arrives on
+  // `release`, the stage that dK read (nullptr: none pending).
+  // The caller ends the chain with drain() before it touches an
+  // accumulator or releases the last stage. Only the waits move: every
+  // product, operand and accumulation order is the same, so are the bits.
+  template <bool kDV, bool kDK, bool kPtFree = false, bool kPipe = false, class Hook = NoHook>
   __device__ static bool tile_raw(const Smem& sm, int s, const BwdScore& score,
                                   const BwdVisibility& vis, int m0, int key0, int lane, int warp,
                                   int t128, float (&acc_dv)[kDV ? kAccRegs : 1],
                                   float (&acc_dk)[kDK ? kAccRegs : 1], uint64_t* pt_empty = nullptr,
-                                  uint32_t pt_phase = 0, const Hook& hook = Hook{}) {
+                                  uint32_t pt_phase = 0, const Hook& hook = Hook{},
+                                  uint64_t* release = nullptr, Frags* af_pipe = nullptr) {
     if (skips(vis, m0, key0)) return false;  // adds exact zeros: skip
     if (vis.all_visible(m0, kBm, key0, 64))
-      tile_raw_body<kDV, kDK, false, kPtFree>(sm, s, score, vis, m0, key0, lane, warp, t128,
-                                              acc_dv, acc_dk, pt_empty, pt_phase, hook);
+      tile_raw_body<kDV, kDK, false, kPtFree, kPipe>(sm, s, score, vis, m0, key0, lane, warp, t128,
+                                                     acc_dv, acc_dk, pt_empty, pt_phase, hook, release,
+                                                     af_pipe);
     else
-      tile_raw_body<kDV, kDK, true, kPtFree>(sm, s, score, vis, m0, key0, lane, warp, t128,
-                                             acc_dv, acc_dk, pt_empty, pt_phase, hook);
+      tile_raw_body<kDV, kDK, true, kPtFree, kPipe>(sm, s, score, vis, m0, key0, lane, warp, t128,
+                                                    acc_dv, acc_dk, pt_empty, pt_phase, hook, release,
+                                                    af_pipe);
     return true;
+  }
+
+  // The end of a kPipe chain: the last dK product has completed.
+  template <bool kDV, bool kDK>
+  __device__ __forceinline__ static void drain(float (&acc_dv)[kDV ? kAccRegs : 1],
+                                               float (&acc_dk)[kDK ? kAccRegs : 1], Frags& af) {
+    wgmma_wait<0>();
+    if constexpr (kDK) fence_regs(acc_dk);
+    if constexpr (kDV) fence_regs(acc_dv);
+    fence_regs(af);
   }
 
   // Whether no row of the tile at m0 sees a key of [key0, key0 + 64): the
@@ -138,12 +162,15 @@ struct DkdvKernel {
     return khi < klo || khi < key0 || klo > key0 + 63;
   }
 
-  template <bool kDV, bool kDK, bool kMasked, bool kPtFree = false, class Hook = NoHook>
+  template <bool kDV, bool kDK, bool kMasked, bool kPtFree = false, bool kPipe = false,
+            class Hook = NoHook>
   __device__ static void tile_raw_body(const Smem& sm, int s, const BwdScore& score,
                                        const BwdVisibility& vis, int m0, int key0, int lane,
                                        int warp, int t128, float (&acc_dv)[kDV ? kAccRegs : 1],
                                        float (&acc_dk)[kDK ? kAccRegs : 1], uint64_t* pt_empty,
-                                       uint32_t pt_phase, const Hook& hook = Hook{}) {
+                                       uint32_t pt_phase, const Hook& hook = Hook{},
+                                       uint64_t* release = nullptr, Frags* af_pipe = nullptr) {
+    static_assert(!kPipe || (kDV && kDK), "kPipe: one warpgroup owns dK and dV");
     constexpr bool kShare = Cfg::kShareP;  // only read with split roles
     constexpr uint32_t kRow = Cfg::kRowBytes;
     const uint32_t k_addr = smem_addr(sm.k()) + (key0 % kBn) * kRow;
@@ -184,9 +211,23 @@ struct DkdvKernel {
     constexpr bool kNeedS = kDV || !kShare;
     float st[kNeedS ? kSRegs : 1];
     float dpt[kDK ? kSRegs : 1];
-    uint32_t af[kBm / 16][4];
+    // The A fragments of the dV and dK products. Under kPipe the caller's
+    // (af_pipe): the dK product still reads them after this tile returns,
+    // so they must stay in the same registers until the next tile's first
+    // wait.
+    Frags af_local;
+    Frags& af = kPipe ? *af_pipe : af_local;
     // gemm K_wg * Q^T -> S^T (group 1); gemm V_wg * dO^T -> dP^T (group 2)
     if constexpr (kNeedS) issue_ss<kBm, kD, Cfg::kBf16>(st, k_addr, kBn * kRow, q_addr, kBm * kRow);
+    if constexpr (kPipe) {
+      // The previous tile's dK has completed (S^T may still run): af and
+      // acc_dk are free, and so is the stage that dK read. Only then dP^T:
+      // with it in flight as well, the registers wgmma holds do not fit.
+      wgmma_wait<1>();
+      fence_regs(af);
+      fence_regs(acc_dk);
+      if (release != nullptr) mbar_arrive(release);
+    }
     if constexpr (kDK) issue_ss<kBm, kD, Cfg::kBf16>(dpt, v_addr, kBn * kRow, do_addr, kBm * kRow);
     if constexpr (kNeedS) {
       wgmma_wait<kDK ? 1 : 0>();  // S^T landed (dP^T may still run)
@@ -242,6 +283,7 @@ struct DkdvKernel {
       // gemm round(G^T) * Q -> dK (group 4)
       issue_rs<kBm, kD, Cfg::kBf16>(acc_dk, af, q_addr, kBm * kRow);
     }
+    if constexpr (kPipe) return;  // dK runs on; the next tile's first wait (or drain) covers it
     wgmma_wait<0>();  // every read of this stage and of af is done
     if constexpr (kDK) fence_regs(acc_dk);
     if constexpr (kDV) fence_regs(acc_dv);

@@ -61,6 +61,13 @@ struct DkdvTmaKernel {
   static constexpr int kConsumerWarps = 8;
   static constexpr int kAccRegs = kD / 2;
   static constexpr bool kPtFree = Cfg::kShareP;  // P^T hand-off needs barrier 2
+  // Tiles chained without a drain (DkdvKernel::tile_raw, kPipe) where one
+  // warpgroup owns dK and dV (head dims 64, 128), in a kernel of its own
+  // for the raw score form (kernel argument kRawPipe): with the softcap
+  // path in the same function, ptxas finds too few registers for a dK
+  // product in flight across tiles and serializes every wgmma (C7512).
+  // SAMEBITS_BWD_PIPE=0 at run time launches the other kernel (same bits).
+  static constexpr bool kPipeable = !Cfg::kSplitRoles && !Cfg::kFused;
 
   struct Bars {
     uint64_t* base;
@@ -231,8 +238,9 @@ struct DkdvTmaKernel {
   // ---------------------------------------------------------------- consumers
   // v2's DkdvKernel::run with the cp.async ring and its __syncthreads
   // replaced by the barriers above; the tiles are v2's functions.
-  template <bool kDV, bool kDK>
+  template <bool kDV, bool kDK, bool kRawPipe = false>
   __device__ static void consumer(const AttentionBwdParams& p, const Smem& sm, const Bars& bars) {
+    static_assert(!kRawPipe || kPipeable, "kRawPipe: one warpgroup owns dK and dV");
     const int tid = threadIdx.x;
     const int wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
     const BwdScore score(p);
@@ -240,6 +248,7 @@ struct DkdvTmaKernel {
     int b, g, n;
     uint32_t unit_iter = 0, tile_iter = 0;
     uint32_t pt_iter = 0;  // tiles processed (not skipped): phase of pt_empty
+    typename V2::Frags af;  // kPipe: the A fragments the running dK product reads
     const bool walk_packed = p.cu_seqlens_k != nullptr;
     for (long unit = zigzag_unit(0, walk_packed);
          walker.get<true>(p, unit, p.num_heads_k, kBn, b, g, n);
@@ -256,11 +265,21 @@ struct DkdvTmaKernel {
       for (int i = 0; i < (kDK ? kAccRegs : 1); ++i) acc_dk[i] = 0.f;
 
       mbar_wait(bars.kv_full(), unit_iter & 1);  // K_n, V_n landed
+      // kPipe: the stage the last issued dK product reads (released by the
+      // next tile's first wait, or after the drain below); nullptr: none.
+      uint64_t* pending = nullptr;
       for (int t = 0; t < u.n_tiles; ++t, ++tile_iter) {
         const int s = tile_iter % kS;
         mbar_wait(bars.q_full(s), (tile_iter / kS) & 1);  // Q, dO, lse, D of tile t landed
         const int m0 = (u.m_lo + t % u.n_m) * kBm;
-        if (score.raw) {
+        if constexpr (kRawPipe) {  // the launcher checked score.raw
+          if (V2::template tile_raw<kDV, kDK, kPtFree, true>(sm, s, score, u.vis, m0, key0, lane,
+                                                             warp, tid % 128, acc_dv, acc_dk,
+                                                             nullptr, 0, NoHook{}, pending, &af)) {
+            pending = bars.q_empty(s);  // read by this tile's dK, still running
+            continue;
+          }
+        } else if (score.raw) {
           if (V2::template tile_raw<kDV, kDK, kPtFree>(sm, s, score, u.vis, m0, key0, lane, warp,
                                                        tid % 128, acc_dv, acc_dk, bars.pt_empty(),
                                                        pt_iter & 1))
@@ -269,6 +288,12 @@ struct DkdvTmaKernel {
           V2::template tile<kDV, kDK>(sm, s, score, u.vis, m0, key0, lane, warp, acc_dv, acc_dk);
         }
         mbar_arrive(bars.q_empty(s));  // release stage s (this thread's reads)
+      }
+      if constexpr (kRawPipe) {
+        // Unconditional: a wait on one path only makes ptxas serialize
+        // every wgmma (C7518).
+        V2::template drain<kDV, kDK>(acc_dv, acc_dk, af);
+        if (pending != nullptr) mbar_arrive(pending);
       }
       mbar_arrive(bars.kv_empty());  // release K_n, V_n
 
@@ -283,7 +308,9 @@ struct DkdvTmaKernel {
   }
 };
 
-template <class Cfg>
+// kRawPipe: the raw score form only (BwdScore::raw), tiles chained
+// (DkdvTmaKernel::kPipeable); the launcher picks it.
+template <class Cfg, bool kRawPipe = false>
 __global__ void __launch_bounds__(Cfg::kDkdvTmaThreads, 1)
     attention_bwd_dkdv_tma_sm90_kernel(const __grid_constant__ AttentionBwdParams p,
                                        const __grid_constant__ BwdMaps maps) {
@@ -311,7 +338,7 @@ __global__ void __launch_bounds__(Cfg::kDkdvTmaThreads, 1)
       else
         K::template consumer<false, true>(p, sm, bars);
     } else {
-      K::template consumer<true, true>(p, sm, bars);
+      K::template consumer<true, true, kRawPipe>(p, sm, bars);
     }
   }
 }

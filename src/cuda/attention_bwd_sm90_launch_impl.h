@@ -44,6 +44,16 @@ inline bool tma_strict() {
   const char* s = std::getenv("SAMEBITS_BWD_TMA_STRICT");
   return s != nullptr && s[0] != '\0' && s[0] != '0';
 }
+// SAMEBITS_BWD_PIPE=0: the dK/dV pass drains its wgmma chain after every
+// tile (the kernel of the softcap form) instead of chaining tiles
+// (DkdvTmaKernel::kPipeable). Same bits; for comparisons of speed.
+inline bool bwd_pipe() {
+  static const bool on = [] {
+    const char* s = std::getenv("SAMEBITS_BWD_PIPE");
+    return s == nullptr || s[0] == '\0' || s[0] != '0';
+  }();
+  return on;
+}
 inline sb_status no_maps(const char* pass) {
   return fail(SB_CUDA_ERROR, std::string("attention_bwd_sm90: ") + pass +
                                  ": tensor maps could not be encoded (SAMEBITS_BWD_TMA_STRICT)");
@@ -58,6 +68,17 @@ sb_status opt_in(int bytes) {
                                    cudaGetErrorString(err));
   return SB_OK;
 }
+#if SAMEBITS_BWD_TMA && SAMEBITS_BWD_TMA_DKDV
+template <class Cfg, bool kRawPipe>
+sb_status launch_dkdv_tma(long g, const AttentionBwdParams& params, const BwdMaps& maps,
+                          cudaStream_t stream) {
+  constexpr auto kernel = bwd::attention_bwd_dkdv_tma_sm90_kernel<Cfg, kRawPipe>;
+  if (sb_status s = opt_in<kernel>(Cfg::kDkdvTmaSmemBytes); s != SB_OK) return s;
+  kernel<<<static_cast<unsigned>(g), Cfg::kDkdvTmaThreads, Cfg::kDkdvTmaSmemBytes, stream>>>(params,
+                                                                                            maps);
+  return SB_OK;
+}
+#endif
 inline sb_status check(const char* what) {
   const cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess)
@@ -138,10 +159,16 @@ sb_status launch_attention_bwd_passes(const AttentionBwdParams& params, const Bw
   if (long g = grid_of(shape.dkdv_units, 1, shape); g > 0) {
 #if SAMEBITS_BWD_TMA && SAMEBITS_BWD_TMA_DKDV
     if (dkdv_tma) {
-      constexpr auto kernel = bwd::attention_bwd_dkdv_tma_sm90_kernel<Cfg>;
-      if (sb_status s = opt_in<kernel>(Cfg::kDkdvTmaSmemBytes); s != SB_OK) return s;
-      kernel<<<static_cast<unsigned>(g), Cfg::kDkdvTmaThreads, Cfg::kDkdvTmaSmemBytes, shape.stream>>>(
-          params, dkdv_maps);
+      // The raw score form (BwdScore::raw) chains its tiles where the
+      // configuration allows (DkdvTmaKernel::kPipeable); same bits.
+      const bool piped = params.has_softcap == 0 && params.scale_log2 > 0.f && bwd_pipe();
+      sb_status s;
+      if constexpr (bwd::DkdvTmaKernel<Cfg>::kPipeable)
+        s = piped ? launch_dkdv_tma<Cfg, true>(g, params, dkdv_maps, shape.stream)
+                : launch_dkdv_tma<Cfg, false>(g, params, dkdv_maps, shape.stream);
+      else
+        s = launch_dkdv_tma<Cfg, false>(g, params, dkdv_maps, shape.stream);
+      if (s != SB_OK) return s;
     } else
 #endif
     {
