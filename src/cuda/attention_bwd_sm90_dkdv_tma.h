@@ -61,13 +61,24 @@ struct DkdvTmaKernel {
   static constexpr int kConsumerWarps = 8;
   static constexpr int kAccRegs = kD / 2;
   static constexpr bool kPtFree = Cfg::kShareP;  // P^T hand-off needs barrier 2
-  // Tiles chained without a drain (DkdvKernel::tile_raw, kPipe) where one
-  // warpgroup owns dK and dV (head dims 64, 128), in a kernel of its own
-  // for the raw score form (kernel argument kRawPipe): with the softcap
-  // path in the same function, ptxas finds too few registers for a dK
-  // product in flight across tiles and serializes every wgmma (C7512).
-  // SAMEBITS_BWD_PIPE=0 at run time launches the other kernel (same bits).
-  static constexpr bool kPipeable = !Cfg::kSplitRoles && !Cfg::kFused;
+  // The kernel's forms (its template argument kForm; the launcher picks
+  // one, launch_impl.h; every form gives the same bits):
+  //   kGeneral      any score form: softcap and non-positive scales (BwdScore
+  //                 per element) and the raw form.
+  //   kRaw          the raw form only. Without the softcap path in the same
+  //                 function, ptxas spills less in the raw tile bodies at
+  //                 head dim 128 (160 bytes against 472) and the pass runs
+  //                 1-5 % faster (H200).
+  //   kRawChained   the raw form, tiles chained without a drain
+  //                 (DkdvKernel::tile_raw, kPipe): the next tile's S^T
+  //                 queues behind this tile's dK. Only where one warpgroup
+  //                 owns dK and dV (head dims 64, 128); with the softcap path
+  //                 in the same function ptxas finds too few registers for
+  //                 a dK product in flight across tiles and serializes every
+  //                 wgmma (C7512).
+  enum Form : int { kGeneral = 0, kRaw = 1, kRawChained = 2 };
+  static constexpr bool kHasRaw = !Cfg::kFused;
+  static constexpr bool kHasChained = !Cfg::kSplitRoles && !Cfg::kFused;
 
   struct Bars {
     uint64_t* base;
@@ -238,9 +249,11 @@ struct DkdvTmaKernel {
   // ---------------------------------------------------------------- consumers
   // v2's DkdvKernel::run with the cp.async ring and its __syncthreads
   // replaced by the barriers above; the tiles are v2's functions.
-  template <bool kDV, bool kDK, bool kRawPipe = false>
+  template <bool kDV, bool kDK, int kForm = kGeneral>
   __device__ static void consumer(const AttentionBwdParams& p, const Smem& sm, const Bars& bars) {
-    static_assert(!kRawPipe || kPipeable, "kRawPipe: one warpgroup owns dK and dV");
+    static_assert((kForm != kRaw || kHasRaw) && (kForm != kRawChained || kHasChained),
+                  "kRawChained: one warpgroup owns dK and dV");
+    constexpr bool kChained = kForm == kRawChained;
     const int tid = threadIdx.x;
     const int wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
     const BwdScore score(p);
@@ -248,7 +261,7 @@ struct DkdvTmaKernel {
     int b, g, n;
     uint32_t unit_iter = 0, tile_iter = 0;
     uint32_t pt_iter = 0;  // tiles processed (not skipped): phase of pt_empty
-    typename V2::Frags af;  // kPipe: the A fragments the running dK product reads
+    typename V2::Frags af;  // kChained: the A fragments the running dK product reads
     const bool walk_packed = p.cu_seqlens_k != nullptr;
     for (long unit = zigzag_unit(0, walk_packed);
          walker.get<true>(p, unit, p.num_heads_k, kBn, b, g, n);
@@ -265,31 +278,31 @@ struct DkdvTmaKernel {
       for (int i = 0; i < (kDK ? kAccRegs : 1); ++i) acc_dk[i] = 0.f;
 
       mbar_wait(bars.kv_full(), unit_iter & 1);  // K_n, V_n landed
-      // kPipe: the stage the last issued dK product reads (released by the
-      // next tile's first wait, or after the drain below); nullptr: none.
+      // kChained: the stage the last issued dK product reads (released by
+      // the next tile's first wait, or after the drain below); nullptr: none.
       uint64_t* pending = nullptr;
       for (int t = 0; t < u.n_tiles; ++t, ++tile_iter) {
         const int s = tile_iter % kS;
         mbar_wait(bars.q_full(s), (tile_iter / kS) & 1);  // Q, dO, lse, D of tile t landed
         const int m0 = (u.m_lo + t % u.n_m) * kBm;
-        if constexpr (kRawPipe) {  // the launcher checked score.raw
+        if constexpr (kChained) {  // the raw forms: the launcher checked score.raw
           if (V2::template tile_raw<kDV, kDK, kPtFree, true>(sm, s, score, u.vis, m0, key0, lane,
                                                              warp, tid % 128, acc_dv, acc_dk,
                                                              nullptr, 0, NoHook{}, pending, &af)) {
             pending = bars.q_empty(s);  // read by this tile's dK, still running
             continue;
           }
-        } else if (score.raw) {
+        } else if (kForm == kRaw || score.raw) {
           if (V2::template tile_raw<kDV, kDK, kPtFree>(sm, s, score, u.vis, m0, key0, lane, warp,
                                                        tid % 128, acc_dv, acc_dk, bars.pt_empty(),
                                                        pt_iter & 1))
             ++pt_iter;
-        } else {
+        } else if constexpr (kForm == kGeneral) {
           V2::template tile<kDV, kDK>(sm, s, score, u.vis, m0, key0, lane, warp, acc_dv, acc_dk);
         }
         mbar_arrive(bars.q_empty(s));  // release stage s (this thread's reads)
       }
-      if constexpr (kRawPipe) {
+      if constexpr (kChained) {
         // Unconditional: a wait on one path only makes ptxas serialize
         // every wgmma (C7518).
         V2::template drain<kDV, kDK>(acc_dv, acc_dk, af);
@@ -308,9 +321,8 @@ struct DkdvTmaKernel {
   }
 };
 
-// kRawPipe: the raw score form only (BwdScore::raw), tiles chained
-// (DkdvTmaKernel::kPipeable); the launcher picks it.
-template <class Cfg, bool kRawPipe = false>
+// kForm: DkdvTmaKernel::Form (the launcher picks it; same bits).
+template <class Cfg, int kForm = 0>
 __global__ void __launch_bounds__(Cfg::kDkdvTmaThreads, 1)
     attention_bwd_dkdv_tma_sm90_kernel(const __grid_constant__ AttentionBwdParams p,
                                        const __grid_constant__ BwdMaps maps) {
@@ -338,7 +350,7 @@ __global__ void __launch_bounds__(Cfg::kDkdvTmaThreads, 1)
       else
         K::template consumer<false, true>(p, sm, bars);
     } else {
-      K::template consumer<true, true, kRawPipe>(p, sm, bars);
+      K::template consumer<true, true, kForm>(p, sm, bars);
     }
   }
 }

@@ -202,6 +202,10 @@ struct DqTmaKernel {
   // v2's DqKernel::run for one warpgroup, with the cp.async ring and its
   // __syncthreads replaced by the barriers above. Keep the tile body in
   // step with v2 (attention_bwd_sm90_dq.h): it is what fixes the bits.
+  // kRawOnly: the raw score form only (the launcher checked BwdScore::raw);
+  // without the per-element softcap path ptxas allocates the raw body's
+  // registers better (same operations, same bits).
+  template <bool kRawOnly = false>
   __device__ static void consumer(const AttentionBwdParams& p, const Smem& sm) {
     const int tid = threadIdx.x;
     const int wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
@@ -269,7 +273,7 @@ struct DqTmaKernel {
           issue_ss<kBn, kD, Cfg::kBf16>(st, q_addr, kBm * kRow, k_addr, kBn * kRow);
           issue_ss<kBn, kD, Cfg::kBf16>(dpt, do_addr, kBm * kRow, v_addr, kBn * kRow);
           // Element e = 4c + 2hh + jj: row row_r + 8hh, key k0 + 8c + 2q4 + jj.
-          if (score.raw) {
+          if (kRawOnly || score.raw) {
             // Raw exponent form: P while dP still runs; masks by selects
             // on tiles that are not fully visible (v2, same operations).
             auto body = [&](auto masked) {
@@ -302,7 +306,7 @@ struct DqTmaKernel {
               body(std::false_type{});
             else
               body(std::true_type{});
-          } else {
+          } else if constexpr (!kRawOnly) {
             wgmma_wait<0>();
             fence_regs(st);
             fence_regs(dpt);
@@ -346,7 +350,8 @@ struct DqTmaKernel {
   }
 };
 
-template <class Cfg>
+// kRawOnly: DqTmaKernel::consumer's (the launcher picks it; same bits).
+template <class Cfg, bool kRawOnly = false>
 __global__ void __launch_bounds__(Cfg::kDqTmaThreads, 1)
     attention_bwd_dq_tma_sm90_kernel(const __grid_constant__ AttentionBwdParams p,
                                      const __grid_constant__ BwdMaps maps) {
@@ -374,12 +379,12 @@ __global__ void __launch_bounds__(Cfg::kDqTmaThreads, 1)
       if (threadIdx.x / 32 == 8) K::producer(p, maps, sm);
     } else {
       setmaxnreg_inc<Cfg::kDqTmaConsumerRegs>();
-      K::consumer(p, sm);
+      K::template consumer<kRawOnly>(p, sm);
     }
   } else if (threadIdx.x >= K::kConsumerThreads) {
     K::producer(p, maps, sm);
   } else {
-    K::consumer(p, sm);
+    K::template consumer<kRawOnly>(p, sm);
   }
 }
 

@@ -44,13 +44,20 @@ inline bool tma_strict() {
   const char* s = std::getenv("SAMEBITS_BWD_TMA_STRICT");
   return s != nullptr && s[0] != '\0' && s[0] != '0';
 }
-// SAMEBITS_BWD_PIPE=0: the dK/dV pass drains its wgmma chain after every
-// tile (the kernel of the softcap form) instead of chaining tiles
-// (DkdvTmaKernel::kPipeable). Same bits; for comparisons of speed.
-inline bool bwd_pipe() {
+// SAMEBITS_BWD_DKDV_FORM=0/1/2 forces the dK/dV kernel's form
+// (DkdvTmaKernel::Form) for a raw-form call, for comparisons of speed (the
+// same bits); -1 (unset): dkdv_form's rule.
+inline int bwd_dkdv_form_env() {
+  static const int form = [] {
+    const char* s = std::getenv("SAMEBITS_BWD_DKDV_FORM");
+    return s != nullptr && s[0] >= '0' && s[0] <= '2' ? s[0] - '0' : -1;
+  }();
+  return form;
+}
+inline bool bwd_dq_raw_env() {
   static const bool on = [] {
-    const char* s = std::getenv("SAMEBITS_BWD_PIPE");
-    return s == nullptr || s[0] == '\0' || s[0] != '0';
+    const char* s = std::getenv("SAMEBITS_BWD_DQ_RAW");
+    return s == nullptr || s[0] != '0';
   }();
   return on;
 }
@@ -69,13 +76,44 @@ sb_status opt_in(int bytes) {
   return SB_OK;
 }
 #if SAMEBITS_BWD_TMA && SAMEBITS_BWD_TMA_DKDV
-template <class Cfg, bool kRawPipe>
+// The dK/dV kernel's form for a call (FREE: every form gives the same
+// bits; the rule follows the H200 measurements of docs/backward_design.md,
+// "Chained tiles"). Head dim 128: kRaw everywhere (kRawChained measured
+// 1-6 % slower). Head dim 64: kRawChained under a mask and at 8k keys or
+// more (4-8 %), kRaw below and for packed batches (chaining cost 1-3 % on
+// short unmasked sequences).
+template <class Cfg>
+int dkdv_form(const AttentionBwdParams& p) {
+  using K = bwd::DkdvTmaKernel<Cfg>;
+  if constexpr (!K::kHasRaw) return K::kGeneral;
+  if (p.has_softcap != 0 || !(p.scale_log2 > 0.f)) return K::kGeneral;  // BwdScore::raw
+  if (const int forced = bwd_dkdv_form_env(); forced >= 0)
+    return forced == K::kRawChained && !K::kHasChained ? K::kRaw : forced;
+  if (Cfg::kSplitRoles) return K::kGeneral;
+  const bool masked = p.window_left >= 0 || p.window_right >= 0;
+  const bool long_keys = p.cu_seqlens_k == nullptr && p.seqlen_k >= 8192;  // packed: unknown
+  if (Cfg::kHeadDim == 64 && (masked || long_keys)) return K::kRawChained;
+  return K::kRaw;
+}
+
+template <class Cfg, int kForm>
 sb_status launch_dkdv_tma(long g, const AttentionBwdParams& params, const BwdMaps& maps,
                           cudaStream_t stream) {
-  constexpr auto kernel = bwd::attention_bwd_dkdv_tma_sm90_kernel<Cfg, kRawPipe>;
+  constexpr auto kernel = bwd::attention_bwd_dkdv_tma_sm90_kernel<Cfg, kForm>;
   if (sb_status s = opt_in<kernel>(Cfg::kDkdvTmaSmemBytes); s != SB_OK) return s;
   kernel<<<static_cast<unsigned>(g), Cfg::kDkdvTmaThreads, Cfg::kDkdvTmaSmemBytes, stream>>>(params,
                                                                                             maps);
+  return SB_OK;
+}
+#endif
+#if SAMEBITS_BWD_TMA
+template <class Cfg, bool kRawOnly>
+sb_status launch_dq_tma(long g, const AttentionBwdParams& params, const BwdMaps& maps,
+                        cudaStream_t stream) {
+  constexpr auto kernel = bwd::attention_bwd_dq_tma_sm90_kernel<Cfg, kRawOnly>;
+  if (sb_status s = opt_in<kernel>(Cfg::kDqTmaSmemBytes); s != SB_OK) return s;
+  kernel<<<static_cast<unsigned>(g), Cfg::kDqTmaThreads, Cfg::kDqTmaSmemBytes, stream>>>(params,
+                                                                                          maps);
   return SB_OK;
 }
 #endif
@@ -159,15 +197,19 @@ sb_status launch_attention_bwd_passes(const AttentionBwdParams& params, const Bw
   if (long g = grid_of(shape.dkdv_units, 1, shape); g > 0) {
 #if SAMEBITS_BWD_TMA && SAMEBITS_BWD_TMA_DKDV
     if (dkdv_tma) {
-      // The raw score form (BwdScore::raw) chains its tiles where the
-      // configuration allows (DkdvTmaKernel::kPipeable); same bits.
-      const bool piped = params.has_softcap == 0 && params.scale_log2 > 0.f && bwd_pipe();
+      // The kernel's form (dkdv_form); the raw forms only where they exist.
+      using K = bwd::DkdvTmaKernel<Cfg>;
+      const int form = dkdv_form<Cfg>(params);
       sb_status s;
-      if constexpr (bwd::DkdvTmaKernel<Cfg>::kPipeable)
-        s = piped ? launch_dkdv_tma<Cfg, true>(g, params, dkdv_maps, shape.stream)
-                : launch_dkdv_tma<Cfg, false>(g, params, dkdv_maps, shape.stream);
+      if constexpr (K::kHasChained)
+        s = form == K::kRawChained ? launch_dkdv_tma<Cfg, K::kRawChained>(g, params, dkdv_maps, shape.stream)
+          : form == K::kRaw        ? launch_dkdv_tma<Cfg, K::kRaw>(g, params, dkdv_maps, shape.stream)
+                                   : launch_dkdv_tma<Cfg, K::kGeneral>(g, params, dkdv_maps, shape.stream);
+      else if constexpr (K::kHasRaw)
+        s = form == K::kRaw ? launch_dkdv_tma<Cfg, K::kRaw>(g, params, dkdv_maps, shape.stream)
+                            : launch_dkdv_tma<Cfg, K::kGeneral>(g, params, dkdv_maps, shape.stream);
       else
-        s = launch_dkdv_tma<Cfg, false>(g, params, dkdv_maps, shape.stream);
+        s = launch_dkdv_tma<Cfg, K::kGeneral>(g, params, dkdv_maps, shape.stream);
       if (s != SB_OK) return s;
     } else
 #endif
@@ -181,10 +223,14 @@ sb_status launch_attention_bwd_passes(const AttentionBwdParams& params, const Bw
   if (long g = grid_of(shape.dq_units, 1, shape); g > 0) {
 #if SAMEBITS_BWD_TMA
     if (dq_tma) {
-      constexpr auto kernel = bwd::attention_bwd_dq_tma_sm90_kernel<Cfg>;
-      if (sb_status s = opt_in<kernel>(Cfg::kDqTmaSmemBytes); s != SB_OK) return s;
-      kernel<<<static_cast<unsigned>(g), Cfg::kDqTmaThreads, Cfg::kDqTmaSmemBytes, shape.stream>>>(
-          params, dq_maps);
+      // The raw score form has a kernel of its own (same bits; fewer
+      // registers held by the softcap path). SAMEBITS_BWD_DQ_RAW=0: the
+      // general kernel for every call (comparisons of speed).
+      const bool raw_only = params.has_softcap == 0 && params.scale_log2 > 0.f && bwd_dq_raw_env();
+      if (sb_status s = raw_only ? launch_dq_tma<Cfg, true>(g, params, dq_maps, shape.stream)
+                                 : launch_dq_tma<Cfg, false>(g, params, dq_maps, shape.stream);
+          s != SB_OK)
+        return s;
     } else
 #endif
     {
