@@ -45,21 +45,17 @@ inline bool tma_strict() {
   return s != nullptr && s[0] != '\0' && s[0] != '0';
 }
 // SAMEBITS_BWD_DKDV_FORM=0/1/2 forces the dK/dV kernel's form
-// (DkdvTmaKernel::Form) for a raw-form call, for comparisons of speed (the
-// same bits); -1 (unset): dkdv_form's rule.
+// (DkdvTmaKernel::Form) for a raw-form call, and SAMEBITS_BWD_DQ_RAW=0 the
+// general dQ kernel: for comparisons of speed and for the test that every
+// form gives the same bits (read at every call, so a test can switch).
+// -1 (unset): dkdv_form's rule.
 inline int bwd_dkdv_form_env() {
-  static const int form = [] {
-    const char* s = std::getenv("SAMEBITS_BWD_DKDV_FORM");
-    return s != nullptr && s[0] >= '0' && s[0] <= '2' ? s[0] - '0' : -1;
-  }();
-  return form;
+  const char* s = std::getenv("SAMEBITS_BWD_DKDV_FORM");
+  return s != nullptr && s[0] >= '0' && s[0] <= '2' ? s[0] - '0' : -1;
 }
 inline bool bwd_dq_raw_env() {
-  static const bool on = [] {
-    const char* s = std::getenv("SAMEBITS_BWD_DQ_RAW");
-    return s == nullptr || s[0] != '0';
-  }();
-  return on;
+  const char* s = std::getenv("SAMEBITS_BWD_DQ_RAW");
+  return s == nullptr || s[0] != '0';
 }
 inline sb_status no_maps(const char* pass) {
   return fail(SB_CUDA_ERROR, std::string("attention_bwd_sm90: ") + pass +

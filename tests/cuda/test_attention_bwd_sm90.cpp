@@ -541,6 +541,55 @@ void runs_suite(int D, sb_dtype dt) {
         std::string("layout ") + dt_name(dt) + " d" + std::to_string(D) + ": dense == packed");
 }
 
+// The kernels' forms (attention_bwd_sm90_launch_impl.h, dkdv_form): the
+// dK/dV kernel's general, raw and chained forms and the general or raw-only
+// dQ kernel, forced one after the other, give the default's bits (dq, dk,
+// dv hashed; negative_control shows the hash can move). Cases: unmasked
+// and causal dense batches whose lengths end inside a tile, a sliding
+// window, a packed GQA batch; forms that a head dim lacks fall back (the
+// chained form at d 256 runs the raw one).
+void forms_suite(int D, sb_dtype dt) {
+  struct Case {
+    const char* name;
+    bool dense;
+    int wl, wr;
+    std::vector<int> lq;
+  };
+  const Case cases[] = {{"dense", true, -1, -1, {1000, 1000}},
+                        {"causal", true, -1, 0, {1000, 1000}},
+                        {"window", true, 100, 0, {777}},
+                        {"packed", false, -1, 0, {513, 64, 300}}};
+  const char* forms[][2] = {{"0", "1"}, {"1", "1"}, {"2", "1"}, {"0", "0"}, {"2", "0"}};
+  for (const Case& c : cases) {
+    Problem p;
+    p.D = D;
+    p.dt = dt;
+    p.H = 4;
+    p.Hk = 2;
+    p.dense = c.dense;
+    p.wl = c.wl;
+    p.wr = c.wr;
+    p.lq = c.lq;
+    p.lk = c.lq;
+    BwdInputs in = make_inputs(p, 9000 + D + 17 * int(c.wr) + int(c.lq.size()));
+    const uint64_t h0 = run_bwd(p, in).hash();
+    bool same = true;
+    std::string detail;
+    for (const auto& f : forms) {
+      setenv("SAMEBITS_BWD_DKDV_FORM", f[0], 1);
+      setenv("SAMEBITS_BWD_DQ_RAW", f[1], 1);
+      const Grads g = run_bwd(p, in);
+      const bool ok = g.status == SB_OK && g.hash() == h0;
+      same = same && ok;
+      detail += std::string(" ") + f[0] + "/" + f[1] + (ok ? "=" : "!");
+    }
+    unsetenv("SAMEBITS_BWD_DKDV_FORM");
+    unsetenv("SAMEBITS_BWD_DQ_RAW");
+    check(same, std::string("forms ") + dt_name(dt) + " d" + std::to_string(D) + " " + c.name +
+                    ": dkdv form / dq raw" + detail + " default");
+  }
+}
+
 // GQA: dk, dv of a group == the fp64 sum over the group's heads of the
 // MHA gradients with K, V repeated (within the accuracy bound of a sum of
 // G rounded gradients).
@@ -714,6 +763,7 @@ int main(int argc, char** argv) {
       for (int D : {64, 128, 256}) {
         runs_suite(D, dt);
         gqa_sum_case(D, dt);
+        forms_suite(D, dt);
       }
     for (int D : {64, 128, 256}) invariance_suite(D, SB_BF16, 1, true, 0.f, -1);
     invariance_suite(128, SB_F16, 4, false, 0.f, -1);
