@@ -73,8 +73,8 @@ sb_status opt_in(int bytes) {
 }
 #if SAMEBITS_BWD_TMA && SAMEBITS_BWD_TMA_DKDV
 // The dK/dV kernel's form for a call (FREE: every form gives the same
-// bits; the rule follows the H200 measurements of docs/backward_design.md,
-// "Chained tiles"). Head dim 128: kRaw everywhere (kRawChained measured
+// bits; the rule follows the measurements of docs/backward_design.md,
+// "Kernel forms for the raw score form"). Head dim 128: kRaw everywhere (kRawChained measured
 // 1-6 % slower). Head dim 64: kRawChained under a mask and at 8k keys or
 // more (4-8 %), kRaw below and for packed batches (chaining cost 1-3 % on
 // short unmasked sequences).
@@ -91,25 +91,14 @@ int dkdv_form(const AttentionBwdParams& p) {
   if (Cfg::kHeadDim == 64 && (masked || long_keys)) return K::kRawChained;
   return K::kRaw;
 }
-
-template <class Cfg, int kForm>
-sb_status launch_dkdv_tma(long g, const AttentionBwdParams& params, const BwdMaps& maps,
-                          cudaStream_t stream) {
-  constexpr auto kernel = bwd::attention_bwd_dkdv_tma_sm90_kernel<Cfg, kForm>;
-  if (sb_status s = opt_in<kernel>(Cfg::kDkdvTmaSmemBytes); s != SB_OK) return s;
-  kernel<<<static_cast<unsigned>(g), Cfg::kDkdvTmaThreads, Cfg::kDkdvTmaSmemBytes, stream>>>(params,
-                                                                                            maps);
-  return SB_OK;
-}
 #endif
 #if SAMEBITS_BWD_TMA
-template <class Cfg, bool kRawOnly>
-sb_status launch_dq_tma(long g, const AttentionBwdParams& params, const BwdMaps& maps,
-                        cudaStream_t stream) {
-  constexpr auto kernel = bwd::attention_bwd_dq_tma_sm90_kernel<Cfg, kRawOnly>;
-  if (sb_status s = opt_in<kernel>(Cfg::kDqTmaSmemBytes); s != SB_OK) return s;
-  kernel<<<static_cast<unsigned>(g), Cfg::kDqTmaThreads, Cfg::kDqTmaSmemBytes, stream>>>(params,
-                                                                                          maps);
+// One TMA-producer kernel (its shared-memory opt-in, then the launch).
+template <auto kKernel>
+sb_status launch_with_maps(long g, int threads, int smem, const AttentionBwdParams& params,
+                           const BwdMaps& maps, cudaStream_t stream) {
+  if (sb_status s = opt_in<kKernel>(smem); s != SB_OK) return s;
+  kKernel<<<static_cast<unsigned>(g), threads, smem, stream>>>(params, maps);
   return SB_OK;
 }
 #endif
@@ -146,10 +135,10 @@ sb_status launch_attention_bwd_fused(const AttentionBwdParams& params, const Bwd
     return fail(SB_CUDA_ERROR, std::string("attention_bwd_sm90: workspace zero fill: ") +
                                    cudaGetErrorString(err));
   if (long g = grid_of(shape.dkdv_units, 1, shape); g > 0) {
-    constexpr auto kernel = bwd::attention_bwd_fused_sm90_kernel<Cfg>;
-    if (sb_status s = opt_in<kernel>(Cfg::kDkdvTmaSmemBytes); s != SB_OK) return s;
-    kernel<<<static_cast<unsigned>(g), Cfg::kDkdvTmaThreads, Cfg::kDkdvTmaSmemBytes, shape.stream>>>(
-        params, maps);
+    if (sb_status s = launch_with_maps<bwd::attention_bwd_fused_sm90_kernel<Cfg>>(
+            g, Cfg::kDkdvTmaThreads, Cfg::kDkdvTmaSmemBytes, params, maps, shape.stream);
+        s != SB_OK)
+      return s;
     if (sb_status s = check("fused launch"); s != SB_OK) return s;
   }
   if (long g = grid_of(shape.pre_units, 8, shape); g > 0) {
@@ -196,16 +185,20 @@ sb_status launch_attention_bwd_passes(const AttentionBwdParams& params, const Bw
       // The kernel's form (dkdv_form); the raw forms only where they exist.
       using K = bwd::DkdvTmaKernel<Cfg>;
       const int form = dkdv_form<Cfg>(params);
+      auto launch = [&](auto form_tag) {
+        return launch_with_maps<bwd::attention_bwd_dkdv_tma_sm90_kernel<Cfg, decltype(form_tag)::value>>(
+            g, Cfg::kDkdvTmaThreads, Cfg::kDkdvTmaSmemBytes, params, dkdv_maps, shape.stream);
+      };
+      using General = std::integral_constant<int, K::kGeneral>;
+      using Raw = std::integral_constant<int, K::kRaw>;
+      using Chained = std::integral_constant<int, K::kRawChained>;
       sb_status s;
       if constexpr (K::kHasChained)
-        s = form == K::kRawChained ? launch_dkdv_tma<Cfg, K::kRawChained>(g, params, dkdv_maps, shape.stream)
-          : form == K::kRaw        ? launch_dkdv_tma<Cfg, K::kRaw>(g, params, dkdv_maps, shape.stream)
-                                   : launch_dkdv_tma<Cfg, K::kGeneral>(g, params, dkdv_maps, shape.stream);
+        s = form == K::kRawChained ? launch(Chained{}) : form == K::kRaw ? launch(Raw{}) : launch(General{});
       else if constexpr (K::kHasRaw)
-        s = form == K::kRaw ? launch_dkdv_tma<Cfg, K::kRaw>(g, params, dkdv_maps, shape.stream)
-                            : launch_dkdv_tma<Cfg, K::kGeneral>(g, params, dkdv_maps, shape.stream);
+        s = form == K::kRaw ? launch(Raw{}) : launch(General{});
       else
-        s = launch_dkdv_tma<Cfg, K::kGeneral>(g, params, dkdv_maps, shape.stream);
+        s = launch(General{});
       if (s != SB_OK) return s;
     } else
 #endif
@@ -223,10 +216,14 @@ sb_status launch_attention_bwd_passes(const AttentionBwdParams& params, const Bw
       // registers held by the softcap path). SAMEBITS_BWD_DQ_RAW=0: the
       // general kernel for every call (comparisons of speed).
       const bool raw_only = params.has_softcap == 0 && params.scale_log2 > 0.f && bwd_dq_raw_env();
-      if (sb_status s = raw_only ? launch_dq_tma<Cfg, true>(g, params, dq_maps, shape.stream)
-                                 : launch_dq_tma<Cfg, false>(g, params, dq_maps, shape.stream);
-          s != SB_OK)
-        return s;
+      constexpr auto raw_kernel = bwd::attention_bwd_dq_tma_sm90_kernel<Cfg, true>;
+      constexpr auto general_kernel = bwd::attention_bwd_dq_tma_sm90_kernel<Cfg, false>;
+      const sb_status s =
+          raw_only ? launch_with_maps<raw_kernel>(g, Cfg::kDqTmaThreads, Cfg::kDqTmaSmemBytes, params,
+                                                  dq_maps, shape.stream)
+                   : launch_with_maps<general_kernel>(g, Cfg::kDqTmaThreads, Cfg::kDqTmaSmemBytes, params,
+                                                      dq_maps, shape.stream);
+      if (s != SB_OK) return s;
     } else
 #endif
     {
