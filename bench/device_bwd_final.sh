@@ -7,17 +7,8 @@
 #      (SAMEBITS_BWD_DKDV_FORM=0 SAMEBITS_BWD_DQ_RAW=0) and the default
 #      alternated twice in the same conditions, head dims $PY_DIMS.
 # Logs under $OUT.
-set -uo pipefail
-C=$PWD/${CARRY:-.carry/pipe}
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-sum=()
-python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" \
-  "$C/libsamebits.so.xz" "$C/libsamebits.so"
+source "$(dirname "$0")/device_common.sh"
 export SAMEBITS_BWD_TMA_STRICT=1 LD_LIBRARY_PATH=$C SAMEBITS_LIBRARY=$C/libsamebits.so PYTHONPATH=$PWD/python
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
-count() { echo "pass=$(grep -c '^\[PASS\]' "$1") fail=$(grep -c '^\[FAIL\]' "$1")"; }
-hashes() { grep -o 'hash [0-9a-f]\{16\}' "$1" | sort -u | tr '\n' ' '; }
 timeout 240 "$C/test_attention_bwd_sm90" > "$OUT/test.log" 2>&1
 sum+=("test rc=$? $(count "$OUT/test.log") $(hashes "$OUT/test.log")")
 grep '^\[.*forms ' "$OUT/test.log" > "$OUT/forms.txt"

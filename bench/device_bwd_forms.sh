@@ -11,17 +11,8 @@
 #        chain  SAMEBITS_BWD_DKDV_FORM=2 (raw, chained where it exists)
 #   3. racecheck / memcheck --small under the default rule.
 # Logs and table.txt (ms per setting and round) under $OUT.
-set -uo pipefail
-C=$PWD/${CARRY:-.carry/pipe}
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-sum=()
-python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" \
-  "$C/libsamebits.so.xz" "$C/libsamebits.so"
+source "$(dirname "$0")/device_common.sh"
 export SAMEBITS_BWD_TMA_STRICT=1 LD_LIBRARY_PATH=$C
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
-count() { echo "pass=$(grep -c '^\[PASS\]' "$1") fail=$(grep -c '^\[FAIL\]' "$1")"; }
-hashes() { grep -o 'hash [0-9a-f]\{16\}' "$1" | sort -u | tr '\n' ' '; }
 if [ "${SKIP_TEST:-0}" != 1 ]; then
   timeout 200 "$C/test_attention_bwd_sm90" > "$OUT/rule_test.log" 2>&1
   sum+=("rule: test rc=$? $(count "$OUT/rule_test.log") $(hashes "$OUT/rule_test.log")")

@@ -5,15 +5,8 @@
 # cuDNN and flash (deterministic) at head dims $PY_DIMS (default 64,128),
 # and samebits alone with the general kernels (SAMEBITS_BWD_DKDV_FORM=0
 # SAMEBITS_BWD_DQ_RAW=0) for the same-call comparison. Logs under $OUT.
-set -uo pipefail
-C=$PWD/${CARRY:-.carry/pipe}
-OUT=${OUT:-/tmp/out}
-mkdir -p "$OUT"
-sum=()
-[ -f "$C/libsamebits.so" ] || python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" \
-  "$C/libsamebits.so.xz" "$C/libsamebits.so"
+source "$(dirname "$0")/device_common.sh"
 export SAMEBITS_LIBRARY=$C/libsamebits.so PYTHONPATH=$PWD/python
-nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$OUT/gpu.txt"
 timeout 200 python3 -m pytest -q -p no:cacheprovider tests/python/test_cuda.py tests/python/test_backward_workspace.py > "$OUT/pytest.log" 2>&1
 sum+=("pytest rc=$? $(tail -1 "$OUT/pytest.log")")
 timeout 90 python3 -m samebits.cli verify --device cuda > "$OUT/verify.log" 2>&1
