@@ -73,11 +73,10 @@ sb_status opt_in(int bytes) {
 }
 #if SAMEBITS_BWD_TMA && SAMEBITS_BWD_TMA_DKDV
 // The dK/dV kernel's form for a call (FREE: every form gives the same
-// bits; the rule follows the measurements of docs/backward_design.md,
-// "Kernel forms for the raw score form"). Head dim 128: kRaw everywhere (kRawChained measured
-// 1-6 % slower). Head dim 64: kRawChained under a mask and at 8k keys or
-// more (4-8 %), kRaw below and for packed batches (chaining cost 1-3 % on
-// short unmasked sequences).
+// bits): the general kernel for softcap and non-positive scales, and with
+// split roles (d = 256, whose general kernel does not spill: kRaw measured
+// the same); else the chained form where BwdConfig's kChainMasked /
+// kChainMinKeys say so, kRaw otherwise.
 template <class Cfg>
 int dkdv_form(const AttentionBwdParams& p) {
   using K = bwd::DkdvTmaKernel<Cfg>;
@@ -87,8 +86,9 @@ int dkdv_form(const AttentionBwdParams& p) {
     return forced == K::kRawChained && !K::kHasChained ? K::kRaw : forced;
   if (Cfg::kSplitRoles) return K::kGeneral;
   const bool masked = p.window_left >= 0 || p.window_right >= 0;
-  const bool long_keys = p.cu_seqlens_k == nullptr && p.seqlen_k >= 8192;  // packed: unknown
-  if (Cfg::kHeadDim == 64 && (masked || long_keys)) return K::kRawChained;
+  const bool long_keys = Cfg::kChainMinKeys > 0 && p.cu_seqlens_k == nullptr &&  // packed: unknown
+                         p.seqlen_k >= Cfg::kChainMinKeys;
+  if (K::kHasChained && ((Cfg::kChainMasked && masked) || long_keys)) return K::kRawChained;
   return K::kRaw;
 }
 #endif

@@ -226,6 +226,14 @@ struct BwdConfig {
   static_assert(128 * kDkdvProducerRegs + 256 * kDkdvConsumerRegs <=
                     kDkdvTmaThreads * kDkdvLaunchRegs,
                 "setmaxnreg split over the registers the CTA launched with");
+  // FREE (no bit moves): when the raw score form runs the dK/dV kernel's
+  // chained form (DkdvTmaKernel::kRawChained) instead of kRaw; the
+  // launcher's dkdv_form applies it. Measured on an H200 and an H100
+  // (docs/backward_design.md, "Kernel forms for the raw score form"):
+  // chaining pays at d = 64 under a mask (4-8 %) and from 8k keys (3-4 %),
+  // costs 1-3 % on short unmasked sequences there, and 1-6 % at d = 128.
+  static constexpr bool kChainMasked = kHeadDim == 64;
+  static constexpr int kChainMinKeys = kHeadDim == 64 ? 8192 : 0;  // 0: never by length
   static constexpr int kDkdvTmaOffBars = kDkdvOffP + kPBytes;
   // kv_full, kv_empty, q_full[stage], q_empty[stage]
   static constexpr int kDkdvTmaBarriers = 3 + 2 * kStages;  // kv full/empty, q full/empty[s], pt_empty
