@@ -71,14 +71,15 @@ struct DkdvTmaKernel {
   //                 1-5 % faster (H200).
   //   kRawChained   the raw form, tiles chained without a drain
   //                 (DkdvKernel::tile_raw, kPipe): the next tile's S^T
-  //                 queues behind this tile's dK. Only where one warpgroup
-  //                 owns dK and dV (head dims 64, 128); with the softcap path
-  //                 in the same function ptxas finds too few registers for
-  //                 a dK product in flight across tiles and serializes every
+  //                 queues behind this tile's dK. With the softcap path in
+  //                 the same function ptxas finds too few registers for a
+  //                 dK product in flight across tiles and serializes every
   //                 wgmma (C7512).
+  // The raw forms exist where one warpgroup owns dK and dV (head dims 64,
+  // 128); with split roles (d = 256, whose general kernel does not spill)
+  // and in the fused build there is only kGeneral.
   enum Form : int { kGeneral = 0, kRaw = 1, kRawChained = 2 };
-  static constexpr bool kHasRaw = !Cfg::kFused;
-  static constexpr bool kHasChained = !Cfg::kSplitRoles && !Cfg::kFused;
+  static constexpr bool kHasRawForms = !Cfg::kSplitRoles && !Cfg::kFused;
 
   struct Bars {
     uint64_t* base;
@@ -251,8 +252,7 @@ struct DkdvTmaKernel {
   // replaced by the barriers above; the tiles are v2's functions.
   template <bool kDV, bool kDK, int kForm = kGeneral>
   __device__ static void consumer(const AttentionBwdParams& p, const Smem& sm, const Bars& bars) {
-    static_assert((kForm != kRaw || kHasRaw) && (kForm != kRawChained || kHasChained),
-                  "kRawChained: one warpgroup owns dK and dV");
+    static_assert(kForm == kGeneral || kHasRawForms, "the raw forms: one warpgroup owns dK and dV");
     constexpr bool kChained = kForm == kRawChained;
     const int tid = threadIdx.x;
     const int wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;

@@ -53,6 +53,9 @@ inline int bwd_dkdv_form_env() {
   const char* s = std::getenv("SAMEBITS_BWD_DKDV_FORM");
   return s != nullptr && s[0] >= '0' && s[0] <= '2' ? s[0] - '0' : -1;
 }
+// BwdScore::raw on the host: no softcap and a positive scale, the form
+// that has kernels of its own (dkdv_form, the raw-only dQ kernel).
+inline bool raw_score(const AttentionBwdParams& p) { return p.has_softcap == 0 && p.scale_log2 > 0.f; }
 inline bool bwd_dq_raw_env() {
   const char* s = std::getenv("SAMEBITS_BWD_DQ_RAW");
   return s == nullptr || s[0] != '0';
@@ -73,22 +76,19 @@ sb_status opt_in(int bytes) {
 }
 #if SAMEBITS_BWD_TMA && SAMEBITS_BWD_TMA_DKDV
 // The dK/dV kernel's form for a call (FREE: every form gives the same
-// bits): the general kernel for softcap and non-positive scales, and with
-// split roles (d = 256, whose general kernel does not spill: kRaw measured
-// the same); else the chained form where BwdConfig's kChainMasked /
-// kChainMinKeys say so, kRaw otherwise.
+// bits): the general kernel for softcap and non-positive scales and where
+// no raw form exists (DkdvTmaKernel::kHasRawForms); else the chained form
+// where BwdConfig's kChainMasked / kChainMinKeys say so, kRaw otherwise.
 template <class Cfg>
 int dkdv_form(const AttentionBwdParams& p) {
   using K = bwd::DkdvTmaKernel<Cfg>;
-  if constexpr (!K::kHasRaw) return K::kGeneral;
-  if (p.has_softcap != 0 || !(p.scale_log2 > 0.f)) return K::kGeneral;  // BwdScore::raw
-  if (const int forced = bwd_dkdv_form_env(); forced >= 0)
-    return forced == K::kRawChained && !K::kHasChained ? K::kRaw : forced;
-  if (Cfg::kSplitRoles) return K::kGeneral;
+  if constexpr (!K::kHasRawForms) return K::kGeneral;
+  if (!raw_score(p)) return K::kGeneral;
+  if (const int forced = bwd_dkdv_form_env(); forced >= 0) return forced;
   const bool masked = p.window_left >= 0 || p.window_right >= 0;
   const bool long_keys = Cfg::kChainMinKeys > 0 && p.cu_seqlens_k == nullptr &&  // packed: unknown
                          p.seqlen_k >= Cfg::kChainMinKeys;
-  if (K::kHasChained && ((Cfg::kChainMasked && masked) || long_keys)) return K::kRawChained;
+  if ((Cfg::kChainMasked && masked) || long_keys) return K::kRawChained;
   return K::kRaw;
 }
 #endif
@@ -189,16 +189,13 @@ sb_status launch_attention_bwd_passes(const AttentionBwdParams& params, const Bw
         return launch_with_maps<bwd::attention_bwd_dkdv_tma_sm90_kernel<Cfg, decltype(form_tag)::value>>(
             g, Cfg::kDkdvTmaThreads, Cfg::kDkdvTmaSmemBytes, params, dkdv_maps, shape.stream);
       };
-      using General = std::integral_constant<int, K::kGeneral>;
-      using Raw = std::integral_constant<int, K::kRaw>;
-      using Chained = std::integral_constant<int, K::kRawChained>;
       sb_status s;
-      if constexpr (K::kHasChained)
-        s = form == K::kRawChained ? launch(Chained{}) : form == K::kRaw ? launch(Raw{}) : launch(General{});
-      else if constexpr (K::kHasRaw)
-        s = form == K::kRaw ? launch(Raw{}) : launch(General{});
+      if constexpr (K::kHasRawForms)
+        s = form == K::kRawChained ? launch(std::integral_constant<int, K::kRawChained>{})
+            : form == K::kRaw      ? launch(std::integral_constant<int, K::kRaw>{})
+                                   : launch(std::integral_constant<int, K::kGeneral>{});
       else
-        s = launch(General{});
+        s = launch(std::integral_constant<int, K::kGeneral>{});
       if (s != SB_OK) return s;
     } else
 #endif
@@ -215,7 +212,7 @@ sb_status launch_attention_bwd_passes(const AttentionBwdParams& params, const Bw
       // The raw score form has a kernel of its own (same bits; fewer
       // registers held by the softcap path). SAMEBITS_BWD_DQ_RAW=0: the
       // general kernel for every call (comparisons of speed).
-      const bool raw_only = params.has_softcap == 0 && params.scale_log2 > 0.f && bwd_dq_raw_env();
+      const bool raw_only = raw_score(params) && bwd_dq_raw_env();
       constexpr auto raw_kernel = bwd::attention_bwd_dq_tma_sm90_kernel<Cfg, true>;
       constexpr auto general_kernel = bwd::attention_bwd_dq_tma_sm90_kernel<Cfg, false>;
       const sb_status s =

@@ -546,8 +546,8 @@ void runs_suite(int D, sb_dtype dt) {
 // dQ kernel, forced one after the other, give the default's bits (dq, dk,
 // dv hashed; negative_control shows the hash can move). Cases: unmasked
 // and causal dense batches whose lengths end inside a tile, a sliding
-// window, a packed GQA batch; forms that a head dim lacks fall back (the
-// chained form at d 256 runs the raw one).
+// window, a packed GQA batch. At d 256 (split roles) only the general
+// dK/dV kernel exists, so there only the dQ kernel's choice varies.
 void forms_suite(int D, sb_dtype dt) {
   struct Case {
     const char* name;
