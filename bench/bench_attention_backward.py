@@ -6,7 +6,14 @@ in one process on one GPU.
 Method: each implementation's forward runs once per input set; the timed
 region is `torch.autograd.backward(out, dout, retain_graph=True)` alone,
 between CUDA events, rotating between two input sets, median of `--reps`
-after `--warmup` calls. FLOPs = 2.5 x the forward's 4 * B * H * L^2 * d
+after `--warmup` calls. Two timings of each call:
+- idle (`<impl>_ms`, the ratios `ratio_vs_<peer>`): the GPU waits for the
+  call's host work, as in a loop whose host cannot run ahead;
+- queued (`<impl>_queued_ms`, `queued_ratio_vs_<peer>`): the call is
+  enqueued behind a ~10 ms sleep kernel and the start event, so the host
+  work is hidden, as in a training step whose host runs ahead of the GPU.
+  `<impl>_host_ms` is the host time of the call (perf_counter, median); a
+  queued time whose host time exceeds the sleep is not recorded. FLOPs = 2.5 x the forward's 4 * B * H * L^2 * d
 (halved for causal). bf16, 16 heads, batch * L = 16k tokens. A peer that
 cannot run a configuration (for example a backend without a deterministic
 backward) is recorded with its error instead of a time. Writes raw JSON and
@@ -26,24 +33,42 @@ import torch.nn.functional as F
 import samebits
 
 
+QUEUE_SLEEP_CYCLES = 20_000_000  # torch.cuda._sleep: ~10 ms at the H100 / H200 clocks
+
+
 def timer(device):
+    """run(fn, n_inputs, warmup, reps) -> (idle ms, queued ms or None, host ms)."""
+    import time
+
     if device == "cuda":
         def run(fn, n_inputs, warmup, reps):
             for i in range(warmup):
                 fn(i % n_inputs)
             torch.cuda.synchronize()
-            ts = []
+            idle, queued, host = [], [], []
             for i in range(reps):
                 s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 s.record()
                 fn(i % n_inputs)
                 e.record()
                 e.synchronize()
-                ts.append(s.elapsed_time(e))
-            return statistics.median(ts)
+                idle.append(s.elapsed_time(e))
+            for i in range(reps):
+                s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                s0 = torch.cuda.Event(enable_timing=True)
+                s0.record()
+                torch.cuda._sleep(QUEUE_SLEEP_CYCLES)
+                s.record()
+                t0 = time.perf_counter()
+                fn(i % n_inputs)
+                host.append((time.perf_counter() - t0) * 1e3)
+                e.record()
+                e.synchronize()
+                if host[-1] < s0.elapsed_time(s):  # the sleep outlasted the host work
+                    queued.append(s.elapsed_time(e))
+            q = statistics.median(queued) if len(queued) * 2 > reps else None
+            return statistics.median(idle), q, statistics.median(host)
         return run
-
-    import time
 
     def run_cpu(fn, n_inputs, warmup, reps):
         for i in range(warmup):
@@ -53,7 +78,7 @@ def timer(device):
             t0 = time.perf_counter()
             fn(i % n_inputs)
             ts.append((time.perf_counter() - t0) * 1e3)
-        return statistics.median(ts)
+        return statistics.median(ts), None, statistics.median(ts)
     return run_cpu
 
 
@@ -152,9 +177,13 @@ def main():
                             for t in leaves:
                                 t.grad = None
 
-                        ms = time_fn(bwd, 2, args.warmup, args.reps)
+                        ms, queued_ms, host_ms = time_fn(bwd, 2, args.warmup, args.reps)
                         row[name + "_ms"] = ms
                         row[name + "_tflops"] = flops / (ms * 1e-3) / 1e12
+                        row[name + "_host_ms"] = host_ms
+                        if queued_ms is not None:
+                            row[name + "_queued_ms"] = queued_ms
+                            row[name + "_queued_tflops"] = flops / (queued_ms * 1e-3) / 1e12
                     except Exception as e:  # noqa: BLE001 - a peer that cannot run this configuration
                         row[name + "_error"] = f"{type(e).__name__}: {str(e)[:160]}"
                     finally:
@@ -165,22 +194,27 @@ def main():
                     for peer in ("cudnn", "flash", "flash_det", "flex"):
                         if peer + "_tflops" in row:
                             row["ratio_vs_" + peer] = row["samebits_tflops"] / row[peer + "_tflops"]
+                        if peer + "_queued_tflops" in row and "samebits_queued_tflops" in row:
+                            row["queued_ratio_vs_" + peer] = row["samebits_queued_tflops"] / row[peer + "_queued_tflops"]
                 print(json.dumps(row), flush=True)
                 rows.append(row)
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "bench_attention_backward.json"), "w") as f:
         json.dump(rows, f, indent=1)
     names = ["samebits", "cudnn", "flash", "flash_det", "flex"]
+    ratio_keys = ("ratio_vs_cudnn", "ratio_vs_flash_det", "queued_ratio_vs_cudnn", "queued_ratio_vs_flash_det")
     lines = ["| d | causal | L | B | " + " | ".join(n + " TFLOP/s" for n in names) +
-             " | samebits/cuDNN | samebits/flash_det |", "|---|---|---|---|" + "---|" * (len(names) + 2)]
+             " | samebits/cuDNN | samebits/flash_det | queued: samebits/cuDNN | queued: samebits/flash_det |",
+             "|---|---|---|---|" + "---|" * (len(names) + len(ratio_keys))]
     for r in rows:
         cells = ["%.0f" % r[n + "_tflops"] if n + "_tflops" in r else "-" for n in names]
-        ratios = ["%.2fx" % r[k] if k in r else "-" for k in ("ratio_vs_cudnn", "ratio_vs_flash_det")]
+        ratios = ["%.2fx" % r[k] if k in r else "-" for k in ratio_keys]
         lines.append("| %d | %s | %d | %d | %s | %s |" % (r["head_dim"], "yes" if r["causal"] else "no", r["seqlen"],
                                                           r["batch"], " | ".join(cells), " | ".join(ratios)))
     table = "\n".join(lines)
     with open(os.path.join(args.out, "bench_attention_backward.md"), "w") as f:
-        f.write("GPU: %s, bf16, %d heads, batch*L = %d, backward only\n\n" % (gpu, args.heads, args.tokens) +
+        f.write("GPU: %s, bf16, %d heads, batch*L = %d, backward only; TFLOP/s of the idle timing, "
+                "ratios of both (see the module's docstring)\n\n" % (gpu, args.heads, args.tokens) +
                 table + "\n")
     print(table)
 

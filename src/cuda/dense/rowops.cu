@@ -118,6 +118,27 @@ __device__ __forceinline__ Pack<E, V> load_pack(const E* row, int64_t j0, int64_
   return q;
 }
 
+// Pack of from_float<E>(f[v]) for every v. For 16-bit E, two elements per
+// conversion (cvt.rn.bf16x2.f32 / cvt.rn.f16x2.f32: each half rounded to
+// nearest even exactly as from_float rounds it, so the bits are the same; one
+// instruction for two elements where ptxas otherwise converts each element
+// on its own and then merges the halves).
+template <class E, int V>
+__device__ __forceinline__ Pack<E, V> pack_floats(const float (&f)[V]) {
+  Pack<E, V> q;
+  if constexpr (std::is_same_v<E, __nv_bfloat16> && V % 2 == 0) {
+#pragma unroll
+    for (int v = 0; v < V; v += 2) reinterpret_cast<__nv_bfloat162*>(q.e)[v / 2] = __floats2bfloat162_rn(f[v], f[v + 1]);
+  } else if constexpr (std::is_same_v<E, __half> && V % 2 == 0) {
+#pragma unroll
+    for (int v = 0; v < V; v += 2) reinterpret_cast<__half2*>(q.e)[v / 2] = __floats2half2_rn(f[v], f[v + 1]);
+  } else {
+#pragma unroll
+    for (int v = 0; v < V; ++v) q.e[v] = from_float<E>(f[v]);
+  }
+  return q;
+}
+
 // Stores the elements of q that are < n at row[j0...].
 template <class E, int V>
 __device__ __forceinline__ void store_pack(E* row, int64_t j0, int64_t n, bool vec, const Pack<E, V>& q) {
@@ -318,14 +339,14 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 1>)
         const int64_t r = r0 + i;
         if (r >= p.rows) continue;
         T* y = static_cast<T*>(p.y) + r * p.y_row_stride;
-        Pack<T, V> o;
+        float o[V];
 #pragma unroll
         for (int v = 0; v < V; ++v) {
           float a = __fmul_rn(to_float(h[i][c].e[v]), rstd[i]);
           if (w) a = __fmul_rn(a, to_float(wc.e[v]));
-          o.e[v] = from_float<T>(a);
+          o[v] = a;
         }
-        store_pack<T, V>(y, j0, n, aligned16(y), o);
+        store_pack<T, V>(y, j0, n, aligned16(y), pack_floats<T, V>(o));
       }
     }
     return;
@@ -346,14 +367,14 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 1>)
     for (int c = 0; c < NV; ++c) {
       const int64_t j0 = slot_j0<V>(c);
       if (j0 >= n) continue;
-      Pack<T, V> o;
+      float o[V];
 #pragma unroll
       for (int v = 0; v < V; ++v) {
         float a = __fmul_rn(to_float(h[i][c].e[v]), rstd);
         if (w) a = __fmul_rn(a, to_float(wv[c].e[v]));
-        o.e[v] = from_float<T>(a);
+        o[v] = a;
       }
-      store_pack<T, V>(y, j0, n, aligned16(y), o);
+      store_pack<T, V>(y, j0, n, aligned16(y), pack_floats<T, V>(o));
     }
   }
 }
@@ -417,15 +438,15 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 2>)
     for (int c = 0; c < NV; ++c) {
       const int64_t j0 = slot_j0<V>(c);
       if (j0 >= n) continue;
-      Pack<T, V> o;
+      float o[V];
 #pragma unroll
       for (int v = 0; v < V; ++v) {
         const float d = to_float(dv[i][c].e[v]);
         const float g = w ? __fmul_rn(d, to_float(wv[c].e[v])) : d;
         const float xh = __fmul_rn(to_float(xv[i][c].e[v]), rstd[i]);
-        o.e[v] = from_float<T>(__fmul_rn(rstd[i], __fsub_rn(g, __fmul_rn(xh, mean_gx))));
+        o[v] = __fmul_rn(rstd[i], __fsub_rn(g, __fmul_rn(xh, mean_gx)));
       }
-      store_pack<T, V>(dx, j0, n, aligned16(dx), o);
+      store_pack<T, V>(dx, j0, n, aligned16(dx), pack_floats<T, V>(o));
     }
   }
 }
@@ -488,13 +509,13 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 1>)
     for (int c = 0; c < NV; ++c) {
       const int64_t j0 = slot_j0<V>(c);
       if (j0 >= n) continue;
-      Pack<TY, V> o;
+      float o[V];
 #pragma unroll
       for (int v = 0; v < V; ++v) {
-        if constexpr (LOG) o.e[v] = from_float<TY>(__fsub_rn(__fsub_rn(to_float(xv[i][c].e[v]), mx[i]), ls));
-        else o.e[v] = from_float<TY>(__fmul_rn(e[i][c][v], inv));
+        if constexpr (LOG) o[v] = __fsub_rn(__fsub_rn(to_float(xv[i][c].e[v]), mx[i]), ls);
+        else o[v] = __fmul_rn(e[i][c][v], inv);
       }
-      store_pack<TY, V>(y, j0, n, aligned16(y), o);
+      store_pack<TY, V>(y, j0, n, aligned16(y), pack_floats<TY, V>(o));
     }
   }
 }
@@ -543,13 +564,13 @@ __global__ void __launch_bounds__(kRowThreads, kMinCtasPerSm<NV, 2>)
     for (int c = 0; c < NV; ++c) {
       const int64_t j0 = slot_j0<V>(c);
       if (j0 >= n) continue;
-      Pack<TD, V> o;
+      float o[V];
 #pragma unroll
       for (int v = 0; v < V; ++v) {
         const float yf = to_float(yv[i][c].e[v]), d = to_float(dv[i][c].e[v]);
-        o.e[v] = from_float<TD>(p.log ? __fsub_rn(d, __fmul_rn(expf(yf), s[i])) : __fmul_rn(yf, __fsub_rn(d, s[i])));
+        o[v] = p.log ? __fsub_rn(d, __fmul_rn(expf(yf), s[i])) : __fmul_rn(yf, __fsub_rn(d, s[i]));
       }
-      store_pack<TD, V>(dx, j0, n, aligned16(dx), o);
+      store_pack<TD, V>(dx, j0, n, aligned16(dx), pack_floats<TD, V>(o));
     }
   }
 }
@@ -831,16 +852,16 @@ __global__ void __launch_bounds__(kRowThreads, 1)
         if (j0 >= n) continue;
         const Pack<T, V> xv = x_at(i, c), dv = dy_at(i, c);
         if (!kDwHoldWeight<NV> && w) wv[c] = load_pack<TW, V>(w, j0, n, aligned16(w));
-        Pack<T, V> o;
+        float o[V];
 #pragma unroll
         for (int v = 0; v < V; ++v) {
           const float d = to_float(dv.e[v]);
           const float g = w ? __fmul_rn(d, to_float(wv[c].e[v])) : d;
           const float xh = __fmul_rn(to_float(xv.e[v]), rstd[i]);
-          o.e[v] = from_float<T>(__fmul_rn(rstd[i], __fsub_rn(g, __fmul_rn(xh, mean_gx))));
+          o[v] = __fmul_rn(rstd[i], __fsub_rn(g, __fmul_rn(xh, mean_gx)));
           acc[c][v] = __fadd_rn(acc[c][v], __fmul_rn(d, xh));  // rmsnorm_dw_partial_kernel's term
         }
-        store_pack<T, V>(dx, j0, n, aligned16(dx), o);
+        store_pack<T, V>(dx, j0, n, aligned16(dx), pack_floats<T, V>(o));
       }
     }
   }
