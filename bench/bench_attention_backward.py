@@ -10,13 +10,17 @@ after `--warmup` calls. Two timings of each call:
 - idle (`<impl>_ms`, the ratios `ratio_vs_<peer>`): the GPU waits for the
   call's host work, as in a loop whose host cannot run ahead;
 - queued (`<impl>_queued_ms`, `queued_ratio_vs_<peer>`): the call is
-  enqueued behind a ~10 ms sleep kernel and the start event, so the host
-  work is hidden, as in a training step whose host runs ahead of the GPU.
-  `<impl>_host_ms` is the host time of the call (perf_counter, median); a
-  queued time whose host time exceeds the sleep is not recorded. FLOPs = 2.5 x the forward's 4 * B * H * L^2 * d
-(halved for causal). bf16, 16 heads, batch * L = 16k tokens. A peer that
-cannot run a configuration (for example a backend without a deterministic
-backward) is recorded with its error instead of a time. Writes raw JSON and
+  enqueued behind ~4 ms of bf16 matrix products and the start event, so its
+  host work is hidden, as in a training step whose host runs ahead of the
+  GPU. Products rather than a sleep kernel: behind a 10 ms sleep every
+  implementation timed ~10 % faster at 16k tokens on an H100, far more than
+  its host time, as if the idle GPU then ran at higher clocks.
+  `<impl>_host_ms` is the call's host time (perf_counter, median); a queued
+  time whose host time exceeds the products' is not recorded.
+FLOPs = 2.5 x the forward's 4 * B * H * L^2 * d (halved for causal). bf16,
+16 heads, batch * L = 16k tokens. A peer that cannot run a configuration
+(for example a backend without a deterministic backward) is recorded with
+its error instead of a time. Writes raw JSON and
 a Markdown table to --out.
 
 usage: PYTHONPATH=python SAMEBITS_LIBRARY=... python bench/bench_attention_backward.py --out $OUT
@@ -33,7 +37,7 @@ import torch.nn.functional as F
 import samebits
 
 
-QUEUE_SLEEP_CYCLES = 20_000_000  # torch.cuda._sleep: ~10 ms at the H100 / H200 clocks
+QUEUE_MATMULS = 3  # 8192^3 bf16 products ahead of a queued call: ~4 ms on an H100 / H200
 
 
 def timer(device):
@@ -41,6 +45,9 @@ def timer(device):
     import time
 
     if device == "cuda":
+        busy = torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16)
+        busy_out = torch.empty_like(busy)
+
         def run(fn, n_inputs, warmup, reps):
             for i in range(warmup):
                 fn(i % n_inputs)
@@ -57,14 +64,15 @@ def timer(device):
                 s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 s0 = torch.cuda.Event(enable_timing=True)
                 s0.record()
-                torch.cuda._sleep(QUEUE_SLEEP_CYCLES)
+                for _ in range(QUEUE_MATMULS):
+                    torch.mm(busy, busy, out=busy_out)
                 s.record()
                 t0 = time.perf_counter()
                 fn(i % n_inputs)
                 host.append((time.perf_counter() - t0) * 1e3)
                 e.record()
                 e.synchronize()
-                if host[-1] < s0.elapsed_time(s):  # the sleep outlasted the host work
+                if host[-1] < s0.elapsed_time(s):  # the products outlasted the host work
                     queued.append(s.elapsed_time(e))
             q = statistics.median(queued) if len(queued) * 2 > reps else None
             return statistics.median(idle), q, statistics.median(host)

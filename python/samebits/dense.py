@@ -24,7 +24,7 @@ from typing import Optional
 
 import torch
 
-from . import _lib
+from . import _cuda, _lib
 from ._eager import fast_op
 
 # ----------------------------------------------------------------------------
@@ -138,7 +138,7 @@ def _device(t: torch.Tensor):
     if t.device.type == "cpu":
         return _lib.SB_CPU, None
     if t.device.type == "cuda":
-        return _lib.SB_CUDA, torch.cuda.current_stream(t.device).cuda_stream
+        return _lib.SB_CUDA, _cuda.stream(t.device)
     raise ValueError(f"samebits dense ops run on CPU and CUDA tensors, got {t.device}")
 
 
@@ -160,16 +160,8 @@ def _row_stride(t: torch.Tensor) -> int:
     return t.stride(0) if t.size(0) > 1 else t.size(1)
 
 
-class _nullctx:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *a):
-        return False
-
-
 def _cuda_guard(t: torch.Tensor):
-    return torch.cuda.device(t.device) if t.device.type == "cuda" else _nullctx()
+    return _cuda.guard(t.device)
 
 
 # ----------------------------------------------------------------------------

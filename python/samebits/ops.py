@@ -24,7 +24,7 @@ from typing import Optional
 import torch
 from torch import Tensor
 
-from . import _lib
+from . import _cuda, _lib
 from . import _validate as V
 from ._eager import fast_op, plain_eager
 
@@ -54,21 +54,8 @@ def _ptr(t: Optional[Tensor]):
 
 def _device_and_stream(t: Tensor):
     if t.device.type == "cuda":
-        return _lib.SB_CUDA, torch.cuda.current_stream(t.device).cuda_stream
+        return _lib.SB_CUDA, _cuda.stream(t.device)
     return _lib.SB_CPU, None
-
-
-class _DeviceGuard:
-    def __init__(self, device: torch.device):
-        self._guard = torch.cuda.device(device) if device.type == "cuda" else None
-
-    def __enter__(self):
-        if self._guard is not None:
-            self._guard.__enter__()
-
-    def __exit__(self, *exc):
-        if self._guard is not None:
-            self._guard.__exit__(*exc)
 
 
 def _base_params(q: Tensor, k: Tensor, v: Tensor, cu_q, cu_k, scale, softcap, wl, wr) -> _lib.SbAttentionParams:
@@ -136,7 +123,7 @@ def attn_fwd(
         return out, lse
     p = _base_params(q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale, softcap, window_left, window_right)
     p.out, p.lse = _view4(out), _view_lse(lse)
-    with _DeviceGuard(q.device):
+    with _cuda.guard(q.device):
         _lib.check(_lib.lib().sb_attention_forward(ctypes.byref(p)), "attention forward")
     return out, lse
 
@@ -197,7 +184,7 @@ def _attn_bwd_run(dout, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, softmax_s
     p = _base_params(q, k, v, cu_seqlens_q, cu_seqlens_k, softmax_scale, softcap, window_left, window_right)
     p.out, p.lse = _view4(out), _view_lse(lse)
     p.dout, p.dq, p.dk, p.dv = _view4(dout), _view4(dq), _view4(dk), _view4(dv)
-    with _DeviceGuard(q.device):
+    with _cuda.guard(q.device):
         if q.device.type == "cuda" and _lib.has_backward_workspace_abi():
             # The workspace comes from torch's caching allocator (stream-ordered,
             # and kept by a CUDA graph that captures this call) rather than
@@ -330,7 +317,7 @@ def attn_kvcache(
     paged = block_table is not None
     page_size = k_cache.shape[1] if paged else 0
     bt_stride = block_table.stride(0) if paged else 0
-    with _DeviceGuard(q.device):
+    with _cuda.guard(q.device):
         seqused_k = cache_seqlens + seqlen_new if seqlen_new else cache_seqlens
         p = _kvcache_params(q, k_cache, v_cache, _ptr(seqused_k), block_table, softmax_scale, softcap,
                             window_left, window_right)
