@@ -2,13 +2,23 @@
 
 One query token per sequence attends to `context` cached keys: head dim 128,
 64 query heads over 8 KV heads (GQA 8:1), bf16. samebits reads a paged cache
-(page 64 or --page, pages scattered) through samebits.attention_with_kvcache; the peers
+(page 64 or --page, pages scattered; --page 0 a contiguous cache) through
+samebits.attention_with_kvcache; the peers
 read a contiguous (B, Hk, context, D) cache: PyTorch SDPA with the flash and
 cuDNN backends (enable_gqa) and compiled FlexAttention. Bandwidth = the K and
 V bytes the sequences own, read once, over the time; compared with a
 device-to-device copy (bytes read + written). Each timed call is preceded by
-a 256 MiB write that flushes L2; CUDA events; median of `--reps`, the
-implementations timed in turn within each repetition.
+an L2 flush; CUDA events; median of `--reps`, the implementations timed in
+turn within each repetition.
+--flush read (default): a 256 MiB write and then a 256 MiB read (a sum).
+The write-backs happen during the read, and the timed call starts on an L2
+of clean lines that hold none of its data. A decode step's previous kernels
+leave a few MB dirty at most.
+--flush write: the flush is the 256 MiB write alone, as until 2026-11-26. It
+leaves the whole L2 dirty, so the timed call also pays for writing ~50 MB
+back to memory as its own reads evict those lines: on an H100, 1 x 32k
+measured 66 % of copy this way against 76-78 % with the read flush, and
+every peer lost alike (docs/decode_design.md, "The L2 flush").
 --graph: every implementation is captured once in a CUDA graph and the
 replays are timed (how decode steps are served), so host time per call
 counts for none of them; without it the eager calls are timed.
@@ -17,7 +27,8 @@ counts for none of them; without it the eager calls are timed.
 partial (what a real decode batch has almost always); the peers get the same
 keys.
 
-usage: python bench/bench_decode.py --out DIR [--reps 20] [--no-flex] [--graph] [--short N]
+usage: python bench/bench_decode.py --out DIR [--reps 20] [--no-flex] [--graph] [--short N] [--flush read|write]
+    [--page P] [--shapes 1x32768,...]
 (PYTHONPATH=python and SAMEBITS_LIBRARY pointing at the library when run
 from a source tree).
 """
@@ -34,6 +45,20 @@ from bench_util import graphed
 H, HK, D = 64, 8, 128
 SHAPES = [(b, c) for b in (1, 4, 16, 64, 256) for c in (1024, 4096, 16384, 32768, 131072) if b * c <= 4 << 20]
 FLEX_SHAPES = {(1, 32768), (1, 131072), (16, 16384), (64, 4096)}
+
+
+class Flush:
+    """The L2 flush before each timed call (see --flush)."""
+
+    def __init__(self, mode):
+        self.mode = mode
+        self.buf = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+        self.read_buf = torch.ones(64 << 20, dtype=torch.float32, device="cuda") if mode == "read" else None
+
+    def zero_(self):
+        self.buf.zero_()
+        if self.read_buf is not None:
+            self.read_buf.sum()
 
 
 def timed(fn, flush, reps):
@@ -83,7 +108,10 @@ def main():
     ap.add_argument("--no-flex", action="store_true")
     ap.add_argument("--graph", action="store_true", help="time CUDA-graph replays of every implementation")
     ap.add_argument("--short", type=int, default=0, help="keys per sequence: context - SHORT")
-    ap.add_argument("--page", type=int, default=64, help="page size of samebits' cache (16..256)")
+    ap.add_argument("--page", type=int, default=64,
+                    help="page size of samebits' cache (16..256; 0: a contiguous cache, no block table)")
+    ap.add_argument("--flush", choices=("write", "read"), default="read", help="the L2 flush (see above)")
+    ap.add_argument("--shapes", default="", help="comma list of BxCONTEXT to run (default: all)")
     args = ap.parse_args()
     PAGE = args.page
     torch.manual_seed(0)
@@ -91,24 +119,31 @@ def main():
     # the per-call value checks read block_table on the host (a sync); a
     # decode loop runs with them off (or under a CUDA graph, which skips them)
     samebits.set_value_checks(False)
-    flush = torch.empty(256 << 20, dtype=torch.uint8, device=dev)
+    flush = Flush(args.flush)
     copy_gbs = copy_bandwidth()
     flex = None
     if not args.no_flex:
         from torch.nn.attention.flex_attention import flex_attention
         flex = torch.compile(flex_attention)
     rows = []
-    for B, ctx in SHAPES:
+    shapes = SHAPES
+    if args.shapes:
+        shapes = [tuple(int(x) for x in sh.split("x")) for sh in args.shapes.split(",")]
+    for B, ctx in shapes:
         row = {"gpu": torch.cuda.get_device_name(), "batch": B, "context": ctx, "heads": H, "kv_heads": HK,
-               "head_dim": D, "page": PAGE, "copy_gbs": copy_gbs, "graph": args.graph}
+               "head_dim": D, "page": PAGE, "copy_gbs": copy_gbs, "graph": args.graph, "flush": args.flush}
         keys = ctx - args.short
         row["keys"] = keys
         kv_bytes = 2 * B * keys * HK * D * 2
         q = torch.randn(B, 1, H, D, dtype=torch.bfloat16, device=dev)
-        pages = B * ctx // PAGE
-        kc = torch.randn(pages, PAGE, HK, D, dtype=torch.bfloat16, device=dev)
+        if PAGE:
+            pages = B * ctx // PAGE
+            kc = torch.randn(pages, PAGE, HK, D, dtype=torch.bfloat16, device=dev)
+            table = torch.randperm(pages, device=dev, dtype=torch.int32).view(B, ctx // PAGE)
+        else:  # a contiguous (B, ctx, Hk, D) cache
+            kc = torch.randn(B, ctx, HK, D, dtype=torch.bfloat16, device=dev)
+            table = None
         vc = torch.randn_like(kc)
-        table = torch.randperm(pages, device=dev, dtype=torch.int32).view(B, ctx // PAGE)
         seqlens = torch.full((B,), keys, dtype=torch.int32, device=dev)
         ws_bytes, _ = samebits.kvcache_workspace_size(q, kc, table)
         ws = torch.empty(max(ws_bytes, 1), dtype=torch.uint8, device=dev)  # caller workspace: capturable
@@ -116,8 +151,10 @@ def main():
                                                                      block_table=table, causal=True,
                                                                      workspace=ws)}
         # the peers' contiguous cache holds the same keys in logical order
-        kd = kc[table.long().view(-1)].view(B, ctx, HK, D)[:, :keys].transpose(1, 2).contiguous()
-        vd = vc[table.long().view(-1)].view(B, ctx, HK, D)[:, :keys].transpose(1, 2).contiguous()
+        def logical(c):
+            return c if table is None else c[table.long().view(-1)].view(B, ctx, HK, D)
+        kd = logical(kc)[:, :keys].transpose(1, 2).contiguous()
+        vd = logical(vc)[:, :keys].transpose(1, 2).contiguous()
         qd = q.transpose(1, 2)
         from torch.nn.attention import SDPBackend, sdpa_kernel
         for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
@@ -145,13 +182,13 @@ def main():
         torch.cuda.empty_cache()
     os.makedirs(args.out, exist_ok=True)
     tag = (("_graph" if args.graph else "") + (f"_short{args.short}" if args.short else "")
-           + (f"_page{args.page}" if args.page != 64 else ""))
+           + (f"_page{args.page}" if args.page != 64 else "") + ("_writeflush" if args.flush == "write" else ""))
     with open(os.path.join(args.out, f"bench_decode{tag}.json"), "w") as f:
         json.dump(rows, f, indent=1)
     names = ["samebits", "flash", "cudnn", "flex"]
     mode = "CUDA-graph replays" if args.graph else "eager calls"
     lines = [f"copy bandwidth {copy_gbs:.0f} GB/s; GB/s of K/V read (% of copy); {mode}; "
-             f"keys per sequence: context - {args.short}; page {args.page}", "",
+             f"keys per sequence: context - {args.short}; page {args.page}; L2 flush: {args.flush}", "",
              "| batch | context | " + " | ".join(names) + " | samebits / best peer |",
              "|---|---|" + "---|" * (len(names) + 1)]
     for r in rows:
