@@ -312,6 +312,10 @@ struct FusedKernel {
   }
 
   // ---------------------------------------------------------------- consumers
+  // kRawOnly: the raw score form only (the launcher checked BwdScore::raw),
+  // as the three passes' kRaw forms: without the softcap path ptxas sizes
+  // the raw tile bodies' registers alone (same operations, same bits).
+  template <bool kRawOnly = false>
   __device__ static void consumer(const AttentionBwdParams& p, const Smem& sm, const Bars& bars) {
     const int tid = threadIdx.x;
     const int wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32, t128 = tid % 128;
@@ -351,12 +355,12 @@ struct FusedKernel {
             asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};" ::"r"(zero + (i * 128 + t128) * 16),
                          "r"(0)
                          : "memory");
-        } else if (score.raw) {
+        } else if (kRawOnly || score.raw) {
           if (u.vis.all_visible(m0, kBm, key0, 64))
             tile_raw<false>(sm, s, score, u.vis, m0, key0, lane, warp, acc_dv, acc_dk, hook);
           else
             tile_raw<true>(sm, s, score, u.vis, m0, key0, lane, warp, acc_dv, acc_dk, hook);
-        } else {
+        } else if constexpr (!kRawOnly) {
           V2::template tile<true, true>(sm, s, score, u.vis, m0, key0, lane, warp, acc_dv, acc_dk,
                                         hook);
         }
@@ -459,7 +463,8 @@ struct FusedKernel {
   }
 };
 
-template <class Cfg>
+// kRawOnly: FusedKernel::consumer's (the launcher picks it; same bits).
+template <class Cfg, bool kRawOnly = false>
 __global__ void __launch_bounds__(Cfg::kDkdvTmaThreads, 1)
     attention_bwd_fused_sm90_kernel(const __grid_constant__ AttentionBwdParams p,
                                     const __grid_constant__ BwdMaps maps) {
@@ -488,7 +493,7 @@ __global__ void __launch_bounds__(Cfg::kDkdvTmaThreads, 1)
     if (warp == 9 && threadIdx.x % 32 == 0) K::writer(p, sm, bars);
   } else {
     setmaxnreg_inc<Cfg::kDkdvConsumerRegs>();
-    K::consumer(p, sm, bars);
+    K::template consumer<kRawOnly>(p, sm, bars);
   }
 }
 

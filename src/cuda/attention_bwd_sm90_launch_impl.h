@@ -135,10 +135,18 @@ sb_status launch_attention_bwd_fused(const AttentionBwdParams& params, const Bwd
     return fail(SB_CUDA_ERROR, std::string("attention_bwd_sm90: workspace zero fill: ") +
                                    cudaGetErrorString(err));
   if (long g = grid_of(shape.dkdv_units, 1, shape); g > 0) {
-    if (sb_status s = launch_with_maps<bwd::attention_bwd_fused_sm90_kernel<Cfg>>(
-            g, Cfg::kDkdvTmaThreads, Cfg::kDkdvTmaSmemBytes, params, maps, shape.stream);
-        s != SB_OK)
-      return s;
+    // The raw score form has a kernel of its own (same bits; fewer
+    // registers held by the softcap path); SAMEBITS_BWD_DKDV_FORM=0 forces
+    // the general one.
+    const bool raw = raw_score(params) && bwd_dkdv_form_env() != 0;
+    constexpr auto raw_kernel = bwd::attention_bwd_fused_sm90_kernel<Cfg, true>;
+    constexpr auto general_kernel = bwd::attention_bwd_fused_sm90_kernel<Cfg, false>;
+    const sb_status s =
+        raw ? launch_with_maps<raw_kernel>(g, Cfg::kDkdvTmaThreads, Cfg::kDkdvTmaSmemBytes, params, maps,
+                                           shape.stream)
+            : launch_with_maps<general_kernel>(g, Cfg::kDkdvTmaThreads, Cfg::kDkdvTmaSmemBytes, params,
+                                               maps, shape.stream);
+    if (s != SB_OK) return s;
     if (sb_status s = check("fused launch"); s != SB_OK) return s;
   }
   if (long g = grid_of(shape.pre_units, 8, shape); g > 0) {
