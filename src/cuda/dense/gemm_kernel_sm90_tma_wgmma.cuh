@@ -24,6 +24,8 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 #include <utility>
 
@@ -153,6 +155,24 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_wgmma
   if constexpr (Cfg::kClusterM > 1) cluster_sync();
 }
 
+// Measurement knobs, read at every launch (scheduling only, BITS-FREE):
+// SAMEBITS_GEMM_CLUSTER_POLICY = spread | balance sets the cluster entries'
+// scheduling policy preference (cudaLaunchAttributeClusterSchedulingPolicy
+// Preference; unset: the driver's default); SAMEBITS_GEMM_FAKE_CLUSTER=2
+// launches an unclustered entry in 2-CTA clusters whose CTAs ignore the
+// cluster (the launch's placement alone, without multicast or shared stages).
+inline int gemm_cluster_policy_env() {  // 0 default, 1 spread, 2 load balancing
+  const char* e = std::getenv("SAMEBITS_GEMM_CLUSTER_POLICY");
+  if (e == nullptr) return 0;
+  if (std::strcmp(e, "spread") == 0) return 1;
+  if (std::strcmp(e, "balance") == 0) return 2;
+  return 0;
+}
+inline bool gemm_fake_cluster_env() {
+  const char* e = std::getenv("SAMEBITS_GEMM_FAKE_CLUSTER");
+  return e != nullptr && e[0] == '2';
+}
+
 // Host side of one configuration: raises the shared-memory limit (once per
 // device) and launches the persistent grid of min(tiles, kCtasPerSm * sms)
 // CTAs; for a cluster entry, min(tiles, co-resident clusters) clusters of
@@ -170,10 +190,25 @@ cudaError_t launch_gemm_tma_wgmma(const GemmTmaParams& p, int device, int sms, c
   if constexpr (Cfg::kClusterM == 1) {
     const int64_t slots = int64_t(sms) * Cfg::kCtasPerSm;
     const int64_t grid = p.tiles < slots ? p.tiles : slots;
+    if (!Cfg::kMmaSync && gemm_fake_cluster_env()) {  // measurement only (see above)
+      cudaLaunchAttribute attr[1];
+      attr[0].id = cudaLaunchAttributeClusterDimension;
+      attr[0].val.clusterDim.x = 2;
+      attr[0].val.clusterDim.y = 1;
+      attr[0].val.clusterDim.z = 1;
+      cudaLaunchConfig_t cfg = {};
+      cfg.gridDim = dim3(unsigned((grid + 1) / 2 * 2));
+      cfg.blockDim = dim3(Cfg::kThreads);
+      cfg.dynamicSmemBytes = Cfg::kSmemBytes;
+      cfg.stream = stream;
+      cfg.attrs = attr;
+      cfg.numAttrs = 1;
+      return cudaLaunchKernelEx(&cfg, kernel, p);
+    }
     kernel<<<unsigned(grid), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p);
     return cudaGetLastError();
   } else {
-    cudaLaunchAttribute attr[1];
+    cudaLaunchAttribute attr[2];
     attr[0].id = cudaLaunchAttributeClusterDimension;
     attr[0].val.clusterDim.x = Cfg::kClusterM;
     attr[0].val.clusterDim.y = 1;
@@ -184,6 +219,12 @@ cudaError_t launch_gemm_tma_wgmma(const GemmTmaParams& p, int device, int sms, c
     cfg.stream = stream;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
+    if (const int policy = gemm_cluster_policy_env(); policy != 0) {  // measurement only (see above)
+      attr[1].id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
+      attr[1].val.clusterSchedulingPolicyPreference =
+          policy == 1 ? cudaClusterSchedulingPolicySpread : cudaClusterSchedulingPolicyLoadBalancing;
+      cfg.numAttrs = 2;
+    }
     static std::atomic<int> max_clusters[64] = {};  // per device; 0: not asked yet
     int clusters = max_clusters[device & 63].load(std::memory_order_relaxed);
     if (clusters == 0) {

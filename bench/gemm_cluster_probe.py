@@ -1,0 +1,105 @@
+"""GEMM cluster launches, measured: samebits entries forced by env
+(SAMEBITS_GEMM_TILE, and the scheduling-only knobs SAMEBITS_GEMM_FAKE_CLUSTER
+and SAMEBITS_GEMM_CLUSTER_POLICY, read at every launch) beside cuBLAS
+(F.linear), in one process. Each timed call is one replay of a CUDA graph of
+one call, after an L2 flush that leaves clean lines (256 MiB written, then
+256 MiB read), between CUDA events; median of --reps, the configurations
+timed in turn within each repetition. Every samebits output is compared
+bitwise with the default's.
+
+    SAMEBITS_LIBRARY=lib.so PYTHONPATH=python python bench/gemm_cluster_probe.py --out probe.json
+"""
+import argparse
+import json
+import os
+
+import torch
+import torch.nn.functional as F
+
+from samebits import dense as D
+
+ap = argparse.ArgumentParser()
+ap.add_argument("--out", required=True)
+ap.add_argument("--reps", type=int, default=15)
+ap.add_argument("--shapes", default="512x4096x14336,640x4096x14336,192x4096x4096,384x4096x4096,1024x4096x4096")
+args = ap.parse_args()
+
+CONFIGS = [
+    ("default", {}),
+    ("128x128", {"SAMEBITS_GEMM_TILE": "128x128"}),
+    ("128x128 fake-cluster", {"SAMEBITS_GEMM_TILE": "128x128", "SAMEBITS_GEMM_FAKE_CLUSTER": "2"}),
+    ("128x128m2", {"SAMEBITS_GEMM_TILE": "128x128m2"}),
+    ("128x128m2 spread", {"SAMEBITS_GEMM_TILE": "128x128m2", "SAMEBITS_GEMM_CLUSTER_POLICY": "spread"}),
+    ("128x128m2 balance", {"SAMEBITS_GEMM_TILE": "128x128m2", "SAMEBITS_GEMM_CLUSTER_POLICY": "balance"}),
+    ("128x256", {"SAMEBITS_GEMM_TILE": "128x256"}),
+    ("128x256m2", {"SAMEBITS_GEMM_TILE": "128x256m2"}),
+    ("128x256m2 spread", {"SAMEBITS_GEMM_TILE": "128x256m2", "SAMEBITS_GEMM_CLUSTER_POLICY": "spread"}),
+    ("64x128", {"SAMEBITS_GEMM_TILE": "64x128"}),
+    ("64x128 fake-cluster", {"SAMEBITS_GEMM_TILE": "64x128", "SAMEBITS_GEMM_FAKE_CLUSTER": "2"}),
+]
+KNOBS = ("SAMEBITS_GEMM_TILE", "SAMEBITS_GEMM_FAKE_CLUSTER", "SAMEBITS_GEMM_CLUSTER_POLICY")
+
+
+def set_env(env):
+    for k in KNOBS:
+        os.environ.pop(k, None)
+    os.environ.update(env)
+
+
+def graphed(fn):
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        out = fn()
+    return g, out
+
+
+flush_w = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+flush_r = torch.ones(64 << 20, dtype=torch.float32, device="cuda")
+rows, fails = [], []
+for sh in args.shapes.split(","):
+    M, N, K = (int(x) for x in sh.split("x"))
+    g = torch.Generator(device="cuda").manual_seed(M + N + K)
+    x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16, generator=g)
+    w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16, generator=g) / 64
+    runs = {}
+    ref = None
+    for name, env in CONFIGS:
+        set_env(env)
+        try:
+            gr, out = graphed(lambda: D.linear(x, w))
+            gr.replay()
+            torch.cuda.synchronize()
+        except Exception as e:  # noqa: BLE001 - an entry that cannot run this shape
+            fails.append((sh, name, f"{type(e).__name__}: {str(e)[:100]}"))
+            continue
+        if ref is None:
+            ref = out.clone()
+        elif not torch.equal(out, ref):
+            fails.append((sh, name, "bits differ from the default"))
+        runs[name] = gr
+    set_env({})
+    runs["cuBLAS"] = graphed(lambda: F.linear(x, w))[0]
+    ts = {k: [] for k in runs}
+    e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    for _ in range(args.reps):
+        for name, gr in runs.items():
+            flush_w.zero_()
+            flush_r.sum()
+            e0.record()
+            gr.replay()
+            e1.record()
+            e1.synchronize()
+            ts[name].append(e0.elapsed_time(e1) * 1e3)
+    med = {k: sorted(v)[len(v) // 2] for k, v in ts.items()}
+    row = {"M": M, "N": N, "K": K, "us": med}
+    rows.append(row)
+    cb = med["cuBLAS"]
+    print(f"{sh}: " + "  ".join(f"{k} {v:.1f} ({cb / v:.2f})" for k, v in med.items()), flush=True)
+    del x, w, runs
+json.dump({"device": torch.cuda.get_device_name(), "rows": rows, "fails": fails}, open(args.out, "w"), indent=1)
+print("FAILS:", fails)
