@@ -1,6 +1,7 @@
 """GEMM cluster launches, measured: samebits entries forced by env
-(SAMEBITS_GEMM_TILE, and the scheduling-only knobs SAMEBITS_GEMM_FAKE_CLUSTER
-and SAMEBITS_GEMM_CLUSTER_POLICY, read at every launch) beside cuBLAS
+(SAMEBITS_GEMM_TILE, SAMEBITS_GEMM_EPILOGUE, and the scheduling-only knobs
+SAMEBITS_GEMM_FAKE_CLUSTER and SAMEBITS_GEMM_CLUSTER_POLICY, read at every
+launch) beside cuBLAS
 (F.linear), in one process. Each timed call is one replay of a CUDA graph of
 one call, after an L2 flush that leaves clean lines (256 MiB written, then
 256 MiB read), between CUDA events; median of --reps, the configurations
@@ -28,16 +29,19 @@ CONFIGS = [
     ("default", {}),
     ("128x128", {"SAMEBITS_GEMM_TILE": "128x128"}),
     ("128x128 fake-cluster", {"SAMEBITS_GEMM_TILE": "128x128", "SAMEBITS_GEMM_FAKE_CLUSTER": "2"}),
+    ("128x128 direct", {"SAMEBITS_GEMM_TILE": "128x128", "SAMEBITS_GEMM_EPILOGUE": "direct"}),
     ("128x128m2", {"SAMEBITS_GEMM_TILE": "128x128m2"}),
     ("128x128m2 spread", {"SAMEBITS_GEMM_TILE": "128x128m2", "SAMEBITS_GEMM_CLUSTER_POLICY": "spread"}),
     ("128x128m2 balance", {"SAMEBITS_GEMM_TILE": "128x128m2", "SAMEBITS_GEMM_CLUSTER_POLICY": "balance"}),
     ("128x256", {"SAMEBITS_GEMM_TILE": "128x256"}),
     ("128x256m2", {"SAMEBITS_GEMM_TILE": "128x256m2"}),
+    ("128x256 direct", {"SAMEBITS_GEMM_TILE": "128x256", "SAMEBITS_GEMM_EPILOGUE": "direct"}),
+    ("128x256m2 direct", {"SAMEBITS_GEMM_TILE": "128x256m2", "SAMEBITS_GEMM_EPILOGUE": "direct"}),
     ("128x256m2 spread", {"SAMEBITS_GEMM_TILE": "128x256m2", "SAMEBITS_GEMM_CLUSTER_POLICY": "spread"}),
     ("64x128", {"SAMEBITS_GEMM_TILE": "64x128"}),
     ("64x128 fake-cluster", {"SAMEBITS_GEMM_TILE": "64x128", "SAMEBITS_GEMM_FAKE_CLUSTER": "2"}),
 ]
-KNOBS = ("SAMEBITS_GEMM_TILE", "SAMEBITS_GEMM_FAKE_CLUSTER", "SAMEBITS_GEMM_CLUSTER_POLICY")
+KNOBS = ("SAMEBITS_GEMM_TILE", "SAMEBITS_GEMM_FAKE_CLUSTER", "SAMEBITS_GEMM_CLUSTER_POLICY", "SAMEBITS_GEMM_EPILOGUE")
 
 
 def set_env(env):
