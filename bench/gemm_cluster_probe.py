@@ -3,8 +3,9 @@
 SAMEBITS_GEMM_FAKE_CLUSTER and SAMEBITS_GEMM_CLUSTER_POLICY, read at every
 launch) beside cuBLAS
 (F.linear), in one process. Each timed call is one replay of a CUDA graph of
-one call, after an L2 flush that leaves clean lines (256 MiB written, then
-256 MiB read), between CUDA events; median of --reps, the configurations
+one call, after an L2 flush (--flush read, default: 256 MiB written, then
+256 MiB read, which leaves clean lines; --flush write: the write alone, which
+leaves L2 dirty), between CUDA events; median of --reps, the configurations
 timed in turn within each repetition. Every samebits output is compared
 bitwise with the default's.
 
@@ -23,6 +24,9 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--out", required=True)
 ap.add_argument("--reps", type=int, default=15)
 ap.add_argument("--shapes", default="512x4096x14336,640x4096x14336,192x4096x4096,384x4096x4096,1024x4096x4096")
+ap.add_argument("--configs", default="", help="comma list of configuration names to run (default: all)")
+ap.add_argument("--flush", choices=("read", "write"), default="read",
+                help="read: 256 MiB written then 256 MiB read (clean L2); write: the 256 MiB write alone (dirty L2)")
 args = ap.parse_args()
 
 CONFIGS = [
@@ -41,6 +45,8 @@ CONFIGS = [
     ("64x128", {"SAMEBITS_GEMM_TILE": "64x128"}),
     ("64x128 fake-cluster", {"SAMEBITS_GEMM_TILE": "64x128", "SAMEBITS_GEMM_FAKE_CLUSTER": "2"}),
 ]
+if args.configs:
+    CONFIGS = [c for c in CONFIGS if c[0] in args.configs.split(",")]
 KNOBS = ("SAMEBITS_GEMM_TILE", "SAMEBITS_GEMM_FAKE_CLUSTER", "SAMEBITS_GEMM_CLUSTER_POLICY", "SAMEBITS_GEMM_EPILOGUE")
 
 
@@ -93,14 +99,15 @@ for sh in args.shapes.split(","):
     for _ in range(args.reps):
         for name, gr in runs.items():
             flush_w.zero_()
-            flush_r.sum()
+            if args.flush == "read":
+                flush_r.sum()
             e0.record()
             gr.replay()
             e1.record()
             e1.synchronize()
             ts[name].append(e0.elapsed_time(e1) * 1e3)
     med = {k: sorted(v)[len(v) // 2] for k, v in ts.items()}
-    row = {"M": M, "N": N, "K": K, "us": med}
+    row = {"M": M, "N": N, "K": K, "flush": args.flush, "us": med}
     rows.append(row)
     cb = med["cuBLAS"]
     print(f"{sh}: " + "  ".join(f"{k} {v:.1f} ({cb / v:.2f})" for k, v in med.items()), flush=True)
