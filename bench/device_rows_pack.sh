@@ -34,4 +34,7 @@ if [ "${SKIP_BWD:-0}" != 1 ]; then
   sum+=("bench_attention_backward rc=$?")
 fi
 printf '%s\n' "${sum[@]}" | tee "$OUT/summary.txt"
-tar czf "$OUT/logs.tgz" -C "$OUT" --exclude=logs.tgz . && find "$OUT" -type f ! -name logs.tgz ! -name summary.txt ! -name 'bwd.log' ! -name 'dense_rows_*.log' -delete
+# few files come back from a call: the rest travel in one archive (written
+# outside $OUT first, so that tar does not read its own output)
+tar czf /tmp/rows_pack_logs.tgz -C "$OUT" . && mv /tmp/rows_pack_logs.tgz "$OUT/logs.tgz" &&
+  find "$OUT" -type f ! -name logs.tgz ! -name summary.txt ! -name 'bwd.log' ! -name 'dense_rows_*.log' -delete
