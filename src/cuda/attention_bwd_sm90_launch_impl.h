@@ -101,6 +101,14 @@ sb_status launch_with_maps(long g, int threads, int smem, const AttentionBwdPara
   kKernel<<<static_cast<unsigned>(g), threads, smem, stream>>>(params, maps);
   return SB_OK;
 }
+// kRawKernel for a call in the raw score form (`raw`), else kGeneralKernel:
+// two instantiations of one kernel that give the same bits.
+template <auto kRawKernel, auto kGeneralKernel>
+sb_status launch_raw_or_general(bool raw, long g, int threads, int smem, const AttentionBwdParams& params,
+                                const BwdMaps& maps, cudaStream_t stream) {
+  return raw ? launch_with_maps<kRawKernel>(g, threads, smem, params, maps, stream)
+             : launch_with_maps<kGeneralKernel>(g, threads, smem, params, maps, stream);
+}
 #endif
 inline sb_status check(const char* what) {
   const cudaError_t err = cudaGetLastError();
@@ -139,14 +147,11 @@ sb_status launch_attention_bwd_fused(const AttentionBwdParams& params, const Bwd
     // registers held by the softcap path); SAMEBITS_BWD_DKDV_FORM=0 forces
     // the general one.
     const bool raw = raw_score(params) && bwd_dkdv_form_env() != 0;
-    constexpr auto raw_kernel = bwd::attention_bwd_fused_sm90_kernel<Cfg, true>;
-    constexpr auto general_kernel = bwd::attention_bwd_fused_sm90_kernel<Cfg, false>;
-    const sb_status s =
-        raw ? launch_with_maps<raw_kernel>(g, Cfg::kDkdvTmaThreads, Cfg::kDkdvTmaSmemBytes, params, maps,
-                                           shape.stream)
-            : launch_with_maps<general_kernel>(g, Cfg::kDkdvTmaThreads, Cfg::kDkdvTmaSmemBytes, params,
-                                               maps, shape.stream);
-    if (s != SB_OK) return s;
+    if (sb_status s = launch_raw_or_general<bwd::attention_bwd_fused_sm90_kernel<Cfg, true>,
+                                            bwd::attention_bwd_fused_sm90_kernel<Cfg, false>>(
+            raw, g, Cfg::kDkdvTmaThreads, Cfg::kDkdvTmaSmemBytes, params, maps, shape.stream);
+        s != SB_OK)
+      return s;
     if (sb_status s = check("fused launch"); s != SB_OK) return s;
   }
   if (long g = grid_of(shape.pre_units, 8, shape); g > 0) {
@@ -221,14 +226,11 @@ sb_status launch_attention_bwd_passes(const AttentionBwdParams& params, const Bw
       // registers held by the softcap path). SAMEBITS_BWD_DQ_RAW=0: the
       // general kernel for every call (comparisons of speed).
       const bool raw_only = raw_score(params) && bwd_dq_raw_env();
-      constexpr auto raw_kernel = bwd::attention_bwd_dq_tma_sm90_kernel<Cfg, true>;
-      constexpr auto general_kernel = bwd::attention_bwd_dq_tma_sm90_kernel<Cfg, false>;
-      const sb_status s =
-          raw_only ? launch_with_maps<raw_kernel>(g, Cfg::kDqTmaThreads, Cfg::kDqTmaSmemBytes, params,
-                                                  dq_maps, shape.stream)
-                   : launch_with_maps<general_kernel>(g, Cfg::kDqTmaThreads, Cfg::kDqTmaSmemBytes, params,
-                                                      dq_maps, shape.stream);
-      if (s != SB_OK) return s;
+      if (sb_status s = launch_raw_or_general<bwd::attention_bwd_dq_tma_sm90_kernel<Cfg, true>,
+                                              bwd::attention_bwd_dq_tma_sm90_kernel<Cfg, false>>(
+              raw_only, g, Cfg::kDqTmaThreads, Cfg::kDqTmaSmemBytes, params, dq_maps, shape.stream);
+          s != SB_OK)
+        return s;
     } else
 #endif
     {

@@ -173,6 +173,30 @@ inline bool gemm_fake_cluster_env() {
   return e != nullptr && e[0] == '2';
 }
 
+// The launch configuration of Cfg's kernel in clusters of `cluster_x` CTAs
+// (grid left to the caller): attr[0] the cluster shape, attr[1] the
+// scheduling policy preference where SAMEBITS_GEMM_CLUSTER_POLICY sets one.
+template <class Cfg>
+cudaLaunchConfig_t cluster_launch_config(cudaLaunchAttribute (&attr)[2], unsigned cluster_x, cudaStream_t stream) {
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = cluster_x;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.blockDim = dim3(Cfg::kThreads);
+  cfg.dynamicSmemBytes = Cfg::kSmemBytes;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  if (const int policy = gemm_cluster_policy_env(); policy != 0) {  // measurement only (see above)
+    attr[1].id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
+    attr[1].val.clusterSchedulingPolicyPreference =
+        policy == 1 ? cudaClusterSchedulingPolicySpread : cudaClusterSchedulingPolicyLoadBalancing;
+    cfg.numAttrs = 2;
+  }
+  return cfg;
+}
+
 // Host side of one configuration: raises the shared-memory limit (once per
 // device) and launches the persistent grid of min(tiles, kCtasPerSm * sms)
 // CTAs; for a cluster entry, min(tiles, co-resident clusters) clusters of
@@ -191,40 +215,16 @@ cudaError_t launch_gemm_tma_wgmma(const GemmTmaParams& p, int device, int sms, c
     const int64_t slots = int64_t(sms) * Cfg::kCtasPerSm;
     const int64_t grid = p.tiles < slots ? p.tiles : slots;
     if (!Cfg::kMmaSync && gemm_fake_cluster_env()) {  // measurement only (see above)
-      cudaLaunchAttribute attr[1];
-      attr[0].id = cudaLaunchAttributeClusterDimension;
-      attr[0].val.clusterDim.x = 2;
-      attr[0].val.clusterDim.y = 1;
-      attr[0].val.clusterDim.z = 1;
-      cudaLaunchConfig_t cfg = {};
+      cudaLaunchAttribute attr[2];
+      cudaLaunchConfig_t cfg = cluster_launch_config<Cfg>(attr, 2, stream);
       cfg.gridDim = dim3(unsigned((grid + 1) / 2 * 2));
-      cfg.blockDim = dim3(Cfg::kThreads);
-      cfg.dynamicSmemBytes = Cfg::kSmemBytes;
-      cfg.stream = stream;
-      cfg.attrs = attr;
-      cfg.numAttrs = 1;
       return cudaLaunchKernelEx(&cfg, kernel, p);
     }
     kernel<<<unsigned(grid), Cfg::kThreads, Cfg::kSmemBytes, stream>>>(p);
     return cudaGetLastError();
   } else {
     cudaLaunchAttribute attr[2];
-    attr[0].id = cudaLaunchAttributeClusterDimension;
-    attr[0].val.clusterDim.x = Cfg::kClusterM;
-    attr[0].val.clusterDim.y = 1;
-    attr[0].val.clusterDim.z = 1;
-    cudaLaunchConfig_t cfg = {};
-    cfg.blockDim = dim3(Cfg::kThreads);
-    cfg.dynamicSmemBytes = Cfg::kSmemBytes;
-    cfg.stream = stream;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    if (const int policy = gemm_cluster_policy_env(); policy != 0) {  // measurement only (see above)
-      attr[1].id = cudaLaunchAttributeClusterSchedulingPolicyPreference;
-      attr[1].val.clusterSchedulingPolicyPreference =
-          policy == 1 ? cudaClusterSchedulingPolicySpread : cudaClusterSchedulingPolicyLoadBalancing;
-      cfg.numAttrs = 2;
-    }
+    cudaLaunchConfig_t cfg = cluster_launch_config<Cfg>(attr, Cfg::kClusterM, stream);
     static std::atomic<int> max_clusters[64] = {};  // per device; 0: not asked yet
     int clusters = max_clusters[device & 63].load(std::memory_order_relaxed);
     if (clusters == 0) {
