@@ -335,3 +335,55 @@ def test_gemm_unknown_tile_entry_is_an_error(monkeypatch):
     monkeypatch.setenv("SAMEBITS_GEMM_TILE", "no_such_tile")
     with pytest.raises(ValueError, match="unknown tile entry"):
         D.linear(x, x)
+
+
+# RMSNorm dx + dw: the fused kernel with the fold inline (a cooperative
+# launch, where every 32-row chunk has a resident CTA: M = 3000, 4096, 4097
+# on an H100 or H200), the fused kernel with the fold kernel
+# (SAMEBITS_RMSNORM_DW_FOLD=kernel; the default above the resident CTAs: M =
+# 5000, 40000) and the split kernels must give the same bits; 40000 folds
+# over 10 rounds. Also under CUDA-graph replay. Negative control: one changed
+# dy element changes dw and only its own row of dx.
+@pytest.mark.parametrize("M,N,dtype,wdtype", [(4096, 4096, torch.bfloat16, torch.bfloat16),
+                                              (3000, 8192, torch.bfloat16, torch.bfloat16),
+                                              (4097, 2048, torch.float16, torch.float16),
+                                              (5000, 4096, torch.bfloat16, torch.bfloat16),
+                                              (40000, 1024, torch.bfloat16, torch.float32)])
+def test_rmsnorm_dw_inline_fold_equals_fold_kernel_and_split(M, N, dtype, wdtype, monkeypatch):
+    from samebits import dense as D
+
+    g = torch.Generator().manual_seed(11)
+    x = torch.randn(M, N, generator=g).to(dtype).cuda()
+    dy = torch.randn(M, N, generator=g).to(dtype).cuda()
+    w = (1 + torch.randn(N, generator=g) / 4).to(wdtype).cuda()
+    rstd = D._rmsnorm_fwd_impl(x, None, w, 1e-6)[2]
+    monkeypatch.delenv("SAMEBITS_RMSNORM_DW_FOLD", raising=False)
+    monkeypatch.delenv("SAMEBITS_RMSNORM_DW_PATH", raising=False)
+    dx, dw = D._rms_norm_bwd_op(dy, x, w, rstd, True)
+    for var, val in (("SAMEBITS_RMSNORM_DW_FOLD", "kernel"), ("SAMEBITS_RMSNORM_DW_PATH", "split")):
+        monkeypatch.setenv(var, val)
+        dx2, dw2 = D._rms_norm_bwd_op(dy, x, w, rstd, True)
+        monkeypatch.delenv(var)
+        assert torch.equal(dx2, dx), (var, val)
+        assert torch.equal(dw2, dw), (var, val)
+    # CUDA-graph replay
+    graph = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        D._rms_norm_bwd_op(dy, x, w, rstd, True)
+        with torch.cuda.graph(graph, stream=s):
+            gdx, gdw = D._rms_norm_bwd_op(dy, x, w, rstd, True)
+    torch.cuda.current_stream().wait_stream(s)
+    gdw.zero_()
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(gdx, dx) and torch.equal(gdw, dw)
+    # negative control
+    dy_p = dy.clone()
+    r = 3 * 32 + 5
+    dy_p[r, 7] += 1
+    dx3, dw3 = D._rms_norm_bwd_op(dy_p, x, w, rstd, True)
+    assert not torch.equal(dw3, dw)
+    changed = (dx3 != dx).any(dim=1).nonzero().flatten().tolist()
+    assert changed == [r]

@@ -26,6 +26,7 @@
 // scalar accesses of the same elements, with the same arithmetic).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cooperative_groups.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -649,24 +650,26 @@ __global__ void __launch_bounds__(kColThreads)
 
 // dw[j] = left fold of the chunk partials, chunk 0 first: acc = +0, then
 // acc = acc + partial of chunk 0, 1, 2, ... (one __fadd_rn each), in lane
-// j % 32 of warp 0 of CTA j / 32. The other warps only load. Round b brings
+// j % 32 of warp 0 of the CTA that folds column slice j / 32 (32 columns:
+// CTA j / 32 of the fold kernel, or a CTA of the fused kernel after its grid
+// barrier). The other warps only load. Round b brings
 // chunks [b * kFoldRound, (b + 1) * kFoldRound) into buf[b % 2] (warp w
 // chunks b * kFoldRound + w * kFoldLoads + u, u < kFoldLoads, a chunk past
 // the end reads +0 and is not added); warp 0 adds them in chunk order while
 // the loads of round b + 1 are in flight.
 template <class TW>
-__global__ void __launch_bounds__(kFoldWarps * 32)
-    rmsnorm_dw_fold_kernel(const __grid_constant__ sb_rmsnorm_backward_params p, int64_t chunks) {
-  __shared__ float buf[2][kFoldRound][32];  // [round parity][chunk in round][column]
+__device__ __forceinline__ void dw_fold_columns(const sb_rmsnorm_backward_params& p, int64_t chunks, int64_t slice,
+                                                float (*buf)[kFoldRound][32]) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int64_t j = int64_t(blockIdx.x) * 32 + lane;
+  const int64_t j = slice * 32 + lane;
   const bool col = j < p.cols;
   float v[kFoldLoads];  // this thread's partials of the next round, in flight
   auto load = [&](int64_t base) {
 #pragma unroll
     for (int u = 0; u < kFoldLoads; ++u) {
       const int64_t c = base + warp * kFoldLoads + u;
-      v[u] = col && c < chunks ? p.workspace[c * p.cols + j] : 0.0f;
+      // L2 loads: in the fused kernel other CTAs wrote the partials
+      v[u] = col && c < chunks ? __ldcg(p.workspace + c * p.cols + j) : 0.0f;
     }
   };
   load(0);
@@ -691,6 +694,13 @@ __global__ void __launch_bounds__(kFoldWarps * 32)
   if (warp == 0 && col) static_cast<TW*>(p.dw)[j] = from_float<TW>(acc);
 }
 
+template <class TW>
+__global__ void __launch_bounds__(kFoldWarps * 32)
+    rmsnorm_dw_fold_kernel(const __grid_constant__ sb_rmsnorm_backward_params p, int64_t chunks) {
+  __shared__ float buf[2][kFoldRound][32];  // [round parity][chunk in round][column]
+  dw_fold_columns<TW>(p, chunks, blockIdx.x, buf);
+}
+
 // The previous release's fold, for SAMEBITS_ROWS_LEGACY=1 only: the same
 // left fold, one thread per column, kColThreads columns per CTA, 32 loads in
 // flight per thread.
@@ -711,7 +721,11 @@ __global__ void __launch_bounds__(kColThreads)
 // tree) and, from the same x and dy values, the chunk's dw partial exactly as
 // rmsnorm_dw_partial_kernel does (one fp32 accumulator per column, rows added
 // in increasing order from +0). x and dy are read once instead of twice, and
-// the partials and the fold are unchanged, so dw keeps its bits.
+// the partials and the fold are unchanged, so dw keeps its bits. kFold: the
+// launch is cooperative (every CTA resident, chunks <= resident CTAs); after
+// its partial each CTA waits at a grid barrier, then folds column slices
+// blockIdx.x, blockIdx.x + gridDim.x, ... as rmsnorm_dw_fold_kernel does.
+// That saves the fold's launch and the gap between the two kernels.
 //
 // Loads: a thread copies its own slots (the elements it reduces) of x and dy
 // into shared memory with cp.async, kDwStages steps of kDwRows rows ahead,
@@ -731,6 +745,12 @@ constexpr int kDwStages = NV <= 2 ? 8 : NV == 4 ? 4 : 3;
 // not fit in 255 registers without spills.
 template <int NV>
 constexpr bool kDwHoldWeight = NV <= 4;
+// FREE: a step's dy, g = dy * w and xhat of this thread's elements are kept
+// in registers from the row sum to the dx / dw pass (else both passes read
+// the stage and convert): 3 * R * NV * V floats, up to 96 at NV * R <= 4.
+// The values are the same either way.
+template <int NV>
+constexpr bool kDwHoldRow = NV * kDwRows<NV> <= 4;
 // FREE: where the fused kernel runs: from 2048 rows (4096 above 8192
 // columns); below, the split kernels (dx, then dw partials) spread fewer
 // rows over more SMs. Both give the same bits. H100, 2026-11-21 (fused
@@ -758,12 +778,14 @@ __device__ __forceinline__ void cp_async_wait() {
 
 // Needs (checked on the host): cols % V == 0, x, dy 16-byte aligned, row
 // strides multiples of V, so every slot is one aligned 16-byte vector.
-template <class T, class TW, int NV>
+template <class T, class TW, int NV, bool kFold>
 __global__ void __launch_bounds__(kRowThreads, 1)
-    rmsnorm_bwd_fused_kernel(const __grid_constant__ sb_rmsnorm_backward_params p) {
+    rmsnorm_bwd_fused_kernel(const __grid_constant__ sb_rmsnorm_backward_params p, int64_t chunks) {
   constexpr int V = Vec<T>::V, R = kDwRows<NV>, S = kDwStages<NV>, kSteps = kChunk / R;
   static_assert(kChunk % R == 0, "a step never straddles two chunks");
   static_assert(kChunk == 32, "rstd of the chunk's rows is spread over the 32 lanes of a warp");
+  static_assert(kFoldWarps * 32 == kRowThreads, "the inline fold runs on the CTA's threads");
+  static_assert(dw_smem_bytes<NV>() >= int(sizeof(float[2][kFoldRound][32])), "the fold reuses the stages");
   extern __shared__ uint4 stage_buf[];  // [S][R][2 (x, dy)][NV][kRowThreads] 16-byte vectors
   __shared__ float red[R][kWarps];
   const int64_t n = p.cols, r0 = int64_t(blockIdx.x) * kChunk;
@@ -801,6 +823,7 @@ __global__ void __launch_bounds__(kRowThreads, 1)
   Pack<TW, V> wv[NV];  // held for the whole chunk, or (kDwHoldWeight false) reloaded per use, an L1 hit
   if (kDwHoldWeight<NV> && w)
     load_row(wv, w, 0, 0, n);
+
   float acc[NV][V];  // the chunk's dw partial of this thread's columns
 #pragma unroll
   for (int c = 0; c < NV; ++c)
@@ -811,8 +834,8 @@ __global__ void __launch_bounds__(kRowThreads, 1)
     issue(k + S - 1);  // refills the stage read in step k - 1 (by this thread only)
     cp_async_wait<S - 1>();  // this thread's copies of step k have landed
     // x and dy of row i, slot c: this thread's own copies (zero for a slot
-    // past the row, as load_pack gives); read before and again after the
-    // barrier rather than held across it
+    // past the row, as load_pack gives); read before the barrier and, where
+    // kDwHoldRow is false, again after it
     auto x_at = [&](int i, int c) { return *reinterpret_cast<const Pack<T, V>*>(slot(k % S, i, 0, c)); };
     auto dy_at = [&](int i, int c) { return *reinterpret_cast<const Pack<T, V>*>(slot(k % S, i, 1, c)); };
     float rstd[R];
@@ -820,6 +843,9 @@ __global__ void __launch_bounds__(kRowThreads, 1)
     for (int i = 0; i < R; ++i) rstd[i] = __shfl_sync(0xffffffffu, rs_lane, (k * R + i) % 32);
     // sum of g * xhat: rmsnorm_bwd_dx_reg_kernel's loop (a row past the
     // chunk's end sums stale values; its result is not used)
+    constexpr bool kHold = kDwHoldRow<NV>;
+    constexpr int HR = kHold ? R : 1, HN = kHold ? NV : 1;
+    float hd[HR][HN][V], hg[HR][HN][V], hx[HR][HN][V];  // dy, g, xhat of step k (kHold)
     float s[R];
 #pragma unroll
     for (int i = 0; i < R; ++i) {
@@ -831,10 +857,16 @@ __global__ void __launch_bounds__(kRowThreads, 1)
         const Pack<T, V> xv = x_at(i, c), dv = dy_at(i, c);
         if (!kDwHoldWeight<NV> && w) wv[c] = load_pack<TW, V>(w, j0, n, aligned16(w));
 #pragma unroll
-        for (int v = 0; v < V; ++v) {
+        for (int v = 0; v < V; ++v) {  // j0 + v < n: cols % V == 0
           const float d = to_float(dv.e[v]);
-          const float g = (w && j0 + v < n) ? __fmul_rn(d, to_float(wv[c].e[v])) : d;
-          s[i] = __fadd_rn(s[i], __fmul_rn(g, __fmul_rn(to_float(xv.e[v]), rstd[i])));
+          const float g = w ? __fmul_rn(d, to_float(wv[c].e[v])) : d;
+          const float xh = __fmul_rn(to_float(xv.e[v]), rstd[i]);
+          s[i] = __fadd_rn(s[i], __fmul_rn(g, xh));
+          if constexpr (kHold) {
+            hd[i % HR][c % HN][v] = d;
+            hg[i % HR][c % HN][v] = g;
+            hx[i % HR][c % HN][v] = xh;
+          }
         }
       }
     }
@@ -850,16 +882,25 @@ __global__ void __launch_bounds__(kRowThreads, 1)
       for (int c = 0; c < NV; ++c) {
         const int64_t j0 = slot_j0<V>(c);
         if (j0 >= n) continue;
-        const Pack<T, V> xv = x_at(i, c), dv = dy_at(i, c);
-        if (!kDwHoldWeight<NV> && w) wv[c] = load_pack<TW, V>(w, j0, n, aligned16(w));
         float o[V];
+        if constexpr (kHold) {
 #pragma unroll
-        for (int v = 0; v < V; ++v) {
-          const float d = to_float(dv.e[v]);
-          const float g = w ? __fmul_rn(d, to_float(wv[c].e[v])) : d;
-          const float xh = __fmul_rn(to_float(xv.e[v]), rstd[i]);
-          o[v] = __fmul_rn(rstd[i], __fsub_rn(g, __fmul_rn(xh, mean_gx)));
-          acc[c][v] = __fadd_rn(acc[c][v], __fmul_rn(d, xh));  // rmsnorm_dw_partial_kernel's term
+          for (int v = 0; v < V; ++v) {
+            const float d = hd[i % HR][c % HN][v], g = hg[i % HR][c % HN][v], xh = hx[i % HR][c % HN][v];
+            o[v] = __fmul_rn(rstd[i], __fsub_rn(g, __fmul_rn(xh, mean_gx)));
+            acc[c][v] = __fadd_rn(acc[c][v], __fmul_rn(d, xh));  // rmsnorm_dw_partial_kernel's term
+          }
+        } else {
+          const Pack<T, V> xv = x_at(i, c), dv = dy_at(i, c);
+          if (!kDwHoldWeight<NV> && w) wv[c] = load_pack<TW, V>(w, j0, n, aligned16(w));
+#pragma unroll
+          for (int v = 0; v < V; ++v) {
+            const float d = to_float(dv.e[v]);
+            const float g = w ? __fmul_rn(d, to_float(wv[c].e[v])) : d;
+            const float xh = __fmul_rn(to_float(xv.e[v]), rstd[i]);
+            o[v] = __fmul_rn(rstd[i], __fsub_rn(g, __fmul_rn(xh, mean_gx)));
+            acc[c][v] = __fadd_rn(acc[c][v], __fmul_rn(d, xh));  // rmsnorm_dw_partial_kernel's term
+          }
         }
         store_pack<T, V>(dx, j0, n, aligned16(dx), pack_floats<T, V>(o));
       }
@@ -872,11 +913,22 @@ __global__ void __launch_bounds__(kRowThreads, 1)
     const int64_t j0 = slot_j0<V>(c);
     if (j0 >= n) continue;
 #pragma unroll
-    for (int q = 0; q < V / 4; ++q) {  // float4 quarters of the V columns
+    for (int u = 0; u < V / 4; ++u) {  // float4 quarters of the V columns
       Pack<float, 4> o;
 #pragma unroll
-      for (int v = 0; v < 4; ++v) o.e[v] = acc[c][4 * q + v];
-      store_pack<float, 4>(ws, j0 + 4 * q, n, aligned16(ws), o);
+      for (int v = 0; v < 4; ++v) o.e[v] = acc[c][4 * u + v];
+      store_pack<float, 4>(ws, j0 + 4 * u, n, aligned16(ws), o);
+    }
+  }
+  if constexpr (kFold) {
+    // every chunk's partial written and visible (the barrier orders the
+    // grid's memory), and this CTA's stages free for the fold's buffer
+    cooperative_groups::this_grid().sync();
+    auto* buf = reinterpret_cast<float(*)[kFoldRound][32]>(stage_buf);
+    const int64_t slices = (n + 31) / 32;
+    for (int64_t sl = blockIdx.x; sl < slices; sl += gridDim.x) {  // uniform over the CTA
+      dw_fold_columns<TW>(p, chunks, sl, buf);
+      __syncthreads();  // the next slice's first round rewrites buf[0]
     }
   }
 }
@@ -1150,6 +1202,62 @@ void launch_dw_fold(const sb_rmsnorm_backward_params& p, int64_t chunks, cudaStr
   }
 }
 
+// SAMEBITS_RMSNORM_DW_FOLD=kernel: the fused dx + dw runs the fold as its own
+// kernel (the previous release's launches) also where the cooperative launch
+// with the fold inline applies. Same bits; read on every call.
+bool dw_fold_kernel_forced() {
+  const char* e = std::getenv("SAMEBITS_RMSNORM_DW_FOLD");
+  return e != nullptr && std::strcmp(e, "kernel") == 0;
+}
+
+// Resident CTAs of Kernel (kRowThreads threads, `smem` dynamic bytes) on the
+// current device: SMs x CTAs per SM, once per (kernel, device); 0 when unknown.
+template <auto Kernel>
+int64_t resident_ctas(int smem) {
+  static int cache[64] = {};
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
+  int& c = cache[dev & 63];
+  if (c == 0 || dev >= 64) {
+    int sms = 0, per_sm = 0;
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, kRowThreads, smem) != cudaSuccess)
+      return 0;
+    c = sms * per_sm;
+  }
+  return c;
+}
+
+// The fused dx + dw with its fold inline: a cooperative grid of one CTA per
+// chunk. False (nothing launched, no error left pending) where the chunks
+// outnumber the resident CTAs or the device cannot run it; the caller then
+// launches the separate-fold form.
+template <auto Kernel>
+bool launch_cooperative(const sb_rmsnorm_backward_params& p, int64_t chunks, int smem, cudaStream_t s) {
+  if (opt_in_shared_memory<Kernel>(smem) != cudaSuccess) {
+    cudaGetLastError();
+    return false;
+  }
+  const int64_t resident = resident_ctas<Kernel>(smem);
+  if (resident < chunks) {
+    cudaGetLastError();
+    return false;
+  }
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeCooperative;
+  attr[0].val.cooperative = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(unsigned(chunks));
+  cfg.blockDim = dim3(kRowThreads);
+  cfg.dynamicSmemBytes = size_t(smem);
+  cfg.stream = s;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  if (cudaLaunchKernelEx(&cfg, Kernel, p, chunks) == cudaSuccess) return true;
+  cudaGetLastError();
+  return false;
+}
+
 }  // namespace
 
 sb_status rmsnorm_forward(const sb_rmsnorm_params& p) {
@@ -1200,18 +1308,20 @@ sb_status rmsnorm_backward(const sb_rmsnorm_backward_params& p) {
           constexpr int NV = decltype(nv)::value;
           if constexpr (NV != 0) {
             constexpr int smem = dw_smem_bytes<NV>();
-            if (opt_in_shared_memory<rmsnorm_bwd_fused_kernel<T, TW, NV>>(smem) == cudaSuccess) {
-              rmsnorm_bwd_fused_kernel<T, TW, NV><<<unsigned(chunks), kRowThreads, smem, s>>>(p);
+            constexpr auto inline_fold = rmsnorm_bwd_fused_kernel<T, TW, NV, true>;
+            constexpr auto separate_fold = rmsnorm_bwd_fused_kernel<T, TW, NV, false>;
+            if (!dw_fold_kernel_forced() && launch_cooperative<inline_fold>(p, chunks, smem, s)) {
+              fused = true;  // partials and fold in one kernel
+            } else if (opt_in_shared_memory<separate_fold>(smem) == cudaSuccess) {
+              separate_fold<<<unsigned(chunks), kRowThreads, smem, s>>>(p, chunks);
+              launch_dw_fold<TW>(p, chunks, s);
               fused = true;
             }
           }
           return SB_OK;
         });
       }
-      if (fused) {
-        launch_dw_fold<TW>(p, chunks, s);
-        return launched("rmsnorm_backward");
-      }
+      if (fused) return launched("rmsnorm_backward");
       if (p.rows > 0 && p.cols > 0) {
         with_vecs(p.cols, Vec<T>::V, [&](auto nv) {
           constexpr int NV = decltype(nv)::value;

@@ -1,0 +1,97 @@
+"""RMSNorm backward with dw (bf16, N = 4096) timed two ways, beside a copy of
+x and the dx-only backward, for each dw launch the library has:
+
+- clean: one CUDA-graph replay of one call after an L2 flush that leaves
+  clean lines (a 256 MiB write, then a 256 MiB read), median of --reps;
+- b2b: a CUDA graph of 10 calls back to back, as bench_dense.py times the
+  row ops (the previous call's output stays dirty in L2), median of 7.
+
+frac = (3 x bytes(x) / t) / (2 x bytes(x) / t_copy), the issue's measure
+(bench_dense.py's rms_norm_bwd_dw row), with the copy timed the same way.
+Launches: default, SAMEBITS_RMSNORM_DW_FOLD=kernel, SAMEBITS_RMSNORM_DW_PATH=split
+(read when each graph is captured). Every dw launch's (dx, dw) is checked
+bitwise against the default's.
+
+usage: SAMEBITS_LIBRARY=... PYTHONPATH=python:bench python bench/rows_dw_probe.py --out FILE.json [--ms 4096,16384]
+"""
+import argparse
+import json
+import os
+import statistics
+
+import torch
+
+from bench_util import graphed
+from samebits import dense as D
+
+LAUNCHES = {"default": {}, "fold_kernel": {"SAMEBITS_RMSNORM_DW_FOLD": "kernel"},
+            "split": {"SAMEBITS_RMSNORM_DW_PATH": "split"}}
+
+
+def with_env(env, fn):
+    old = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        return fn()
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", required=True)
+    ap.add_argument("--ms", default="4096,8192,16384,32768")
+    ap.add_argument("--reps", type=int, default=15)
+    args = ap.parse_args()
+    flush_w = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
+    flush_r = torch.ones(64 << 20, dtype=torch.float32, device="cuda")
+    rows, fails = [], []
+    for M in (int(v) for v in args.ms.split(",")):
+        N = 4096
+        g = torch.Generator(device="cuda").manual_seed(M)
+        x = torch.randn(M, N, device="cuda", dtype=torch.bfloat16, generator=g)
+        dy = torch.randn(M, N, device="cuda", dtype=torch.bfloat16, generator=g)
+        w = torch.randn(N, device="cuda", dtype=torch.bfloat16, generator=g)
+        y = torch.empty_like(x)
+        rstd = D._rmsnorm_fwd_impl(x, None, w, 1e-6)[2]
+        calls = {"copy": ({}, lambda: y.copy_(x)), "dx": ({}, lambda: D._rms_norm_bwd_op(dy, x, w, rstd, False))}
+        ref = D._rms_norm_bwd_op(dy, x, w, rstd, True)
+        for name, env in LAUNCHES.items():
+            out = with_env(env, lambda: D._rms_norm_bwd_op(dy, x, w, rstd, True))
+            if not (torch.equal(out[0], ref[0]) and torch.equal(out[1], ref[1])):
+                fails.append(f"{name} M={M} bits differ from default")
+            calls[f"dw_{name}"] = (env, lambda: D._rms_norm_bwd_op(dy, x, w, rstd, True))
+        one = {k: with_env(env, lambda fn=fn: graphed(fn, 1)) for k, (env, fn) in calls.items()}
+        ten = {k: with_env(env, lambda fn=fn: graphed(fn, 10)) for k, (env, fn) in calls.items()}
+        e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        clean = {k: [] for k in one}
+        b2b = {k: [] for k in one}
+        for _ in range(args.reps):
+            for k, fn in one.items():
+                flush_w.zero_()
+                flush_r.sum()
+                e0.record(); fn(); e1.record(); e1.synchronize()
+                clean[k].append(e0.elapsed_time(e1) * 1e3)
+        for _ in range(7):
+            for k, fn in ten.items():
+                fn()
+                e0.record(); fn(); e1.record(); e1.synchronize()
+                b2b[k].append(e0.elapsed_time(e1) * 1e3 / 10)
+        for mode, ts in (("clean", clean), ("b2b", b2b)):
+            med = {k: statistics.median(v) for k, v in ts.items()}
+            for k, us in med.items():
+                k_bytes = 2 if k == "copy" else 3
+                frac = (k_bytes / us) / (2 / med["copy"])
+                rows.append({"M": M, "N": N, "mode": mode, "call": k, "us": us, "frac_of_copy": frac})
+            print(f"M={M:6d} {mode:5s} " + "  ".join(f"{k} {med[k]:7.1f} us ({(2 if k == 'copy' else 3) / med[k] / (2 / med['copy']):.3f})"
+                                                   for k in med), flush=True)
+    json.dump({"rows": rows, "fails": fails, "gpu": torch.cuda.get_device_name()}, open(args.out, "w"), indent=0)
+    print("FAILS:", fails)
+
+
+if __name__ == "__main__":
+    main()
