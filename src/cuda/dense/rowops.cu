@@ -823,7 +823,6 @@ __global__ void __launch_bounds__(kRowThreads, 1)
   Pack<TW, V> wv[NV];  // held for the whole chunk, or (kDwHoldWeight false) reloaded per use, an L1 hit
   if (kDwHoldWeight<NV> && w)
     load_row(wv, w, 0, 0, n);
-
   float acc[NV][V];  // the chunk's dw partial of this thread's columns
 #pragma unroll
   for (int c = 0; c < NV; ++c)
@@ -913,11 +912,11 @@ __global__ void __launch_bounds__(kRowThreads, 1)
     const int64_t j0 = slot_j0<V>(c);
     if (j0 >= n) continue;
 #pragma unroll
-    for (int u = 0; u < V / 4; ++u) {  // float4 quarters of the V columns
+    for (int q = 0; q < V / 4; ++q) {  // float4 quarters of the V columns
       Pack<float, 4> o;
 #pragma unroll
-      for (int v = 0; v < 4; ++v) o.e[v] = acc[c][4 * u + v];
-      store_pack<float, 4>(ws, j0 + 4 * u, n, aligned16(ws), o);
+      for (int v = 0; v < 4; ++v) o.e[v] = acc[c][4 * q + v];
+      store_pack<float, 4>(ws, j0 + 4 * q, n, aligned16(ws), o);
     }
   }
   if constexpr (kFold) {
@@ -1216,16 +1215,19 @@ template <auto Kernel>
 int64_t resident_ctas(int smem) {
   static int cache[64] = {};
   int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
-  int& c = cache[dev & 63];
-  if (c == 0 || dev >= 64) {
-    int sms = 0, per_sm = 0;
-    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
-        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, kRowThreads, smem) != cudaSuccess)
-      return 0;
-    c = sms * per_sm;
+  if (cudaGetDevice(&dev) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
   }
-  return c;
+  if (dev >= 0 && dev < 64 && cache[dev] != 0) return cache[dev];
+  int sms = 0, per_sm = 0;
+  if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess ||
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, kRowThreads, smem) != cudaSuccess) {
+    cudaGetLastError();  // this call's own error: the caller falls back
+    return 0;
+  }
+  if (dev >= 0 && dev < 64) cache[dev] = sms * per_sm;
+  return int64_t(sms) * per_sm;
 }
 
 // The fused dx + dw with its fold inline: a cooperative grid of one CTA per
@@ -1235,14 +1237,10 @@ int64_t resident_ctas(int smem) {
 template <auto Kernel>
 bool launch_cooperative(const sb_rmsnorm_backward_params& p, int64_t chunks, int smem, cudaStream_t s) {
   if (opt_in_shared_memory<Kernel>(smem) != cudaSuccess) {
-    cudaGetLastError();
+    cudaGetLastError();  // this call's own error: the caller falls back
     return false;
   }
-  const int64_t resident = resident_ctas<Kernel>(smem);
-  if (resident < chunks) {
-    cudaGetLastError();
-    return false;
-  }
+  if (resident_ctas<Kernel>(smem) < chunks) return false;
   cudaLaunchAttribute attr[1];
   attr[0].id = cudaLaunchAttributeCooperative;
   attr[0].val.cooperative = 1;
@@ -1254,7 +1252,7 @@ bool launch_cooperative(const sb_rmsnorm_backward_params& p, int64_t chunks, int
   cfg.attrs = attr;
   cfg.numAttrs = 1;
   if (cudaLaunchKernelEx(&cfg, Kernel, p, chunks) == cudaSuccess) return true;
-  cudaGetLastError();
+  cudaGetLastError();  // this call's own error: the caller falls back
   return false;
 }
 
