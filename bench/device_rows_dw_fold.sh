@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
-# One device call: the RMSNorm dx + dw fused kernel's cooperative walk with
-# the fold inline (CARRY, default .carry/dwf) against main's library (OLD,
-# default .carry/gemmc): row-op bits of both (rows_bits_dump, also with the
-# fused path forced at every M), the new test and test_cuda.py / test_dense.py,
-# memcheck and racecheck of the new test's first case, then
-# bench_dense --rows-only alternated (ROUNDS, default 2), the new library also
-# with SAMEBITS_RMSNORM_DW_FOLD=kernel.
+# One device call: a library with a changed RMSNorm dx + dw (CARRY, default
+# .carry/dwf) against an earlier one (OLD, default .carry/gemmc): row-op bits
+# of both (rows_bits_dump, also with the fused path forced at every M),
+# test_cuda.py / test_dense.py, memcheck, racecheck and synccheck of the dw
+# launches test at 4096 columns, then bench_dense --rows-only alternated
+# (ROUNDS, default 2; 0 skips it), the new library also with
+# SAMEBITS_RMSNORM_DW_FOLD=kernel.
 CARRY=${CARRY:-.carry/dwf}
 source bench/device_common.sh
 O=$PWD/${OLD:-.carry/gemmc}
