@@ -40,25 +40,11 @@ import torch
 import torch.nn.functional as F
 
 import samebits
-from bench_util import graphed
+from bench_util import Flush, graphed
 
 H, HK, D = 64, 8, 128
 SHAPES = [(b, c) for b in (1, 4, 16, 64, 256) for c in (1024, 4096, 16384, 32768, 131072) if b * c <= 4 << 20]
 FLEX_SHAPES = {(1, 32768), (1, 131072), (16, 16384), (64, 4096)}
-
-
-class Flush:
-    """The L2 flush before each timed call (see --flush)."""
-
-    def __init__(self, mode):
-        self.mode = mode
-        self.buf = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
-        self.read_buf = torch.ones(64 << 20, dtype=torch.float32, device="cuda") if mode == "read" else None
-
-    def zero_(self):
-        self.buf.zero_()
-        if self.read_buf is not None:
-            self.read_buf.sum()
 
 
 def timed(fn, flush, reps):
