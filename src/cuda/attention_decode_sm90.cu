@@ -86,25 +86,32 @@ sb_status check(const sb_attention_params& p) {
 
 // The schedule of pass 1 (DecodeVariant, all FREE: they compute the same
 // bits). Unset or "auto": the shape rule below; SAMEBITS_DECODE_VARIANT =
-// 0 or 4 forces one (any other number selects 0). Read on every call, so
-// a process may switch between calls (a captured graph keeps the one it
+// 0, 4 or 8 forces one (8 only where the mma consumer runs, else the rule
+// picks between 0 and 4; any other number selects 0). Read on every call,
+// so a process may switch between calls (a captured graph keeps the one it
 // captured).
-int decode_variant(const sb_attention_params& p, int tiles_per_seq, int splits) {
+int decode_variant(const sb_attention_params& p, int tiles_per_seq, int splits, bool mma) {
+  // Shape rule, a pure function of (batch, num_heads_k, query rows, head
+  // group, cache capacity): CTAs of pass 1 at most. A grid of more than
+  // about one H100 wave (132 SMs) runs two CTAs per SM, KV head fastest,
+  // so that one CTA's start and end overlap the other's stream and the
+  // heads that read the same pages start together; a smaller one keeps
+  // main's deep ring, whose bytes in flight per CTA are what a few CTAs
+  // need. Measured on an H100 (docs/decode_design.md, "Variants"): 4 is
+  // the fastest from 256 CTAs up, 0 at 128 and below; the overlap of
+  // S = Q K^T with P V (3, 5) was slower than 0 at every shape. A grid of
+  // at most kSpreadMaxCtas CTAs with the mma consumer's tiles spreads each
+  // split over a cluster of 8 (decode_design.md, "One split on 8 SMs").
+  constexpr int64_t kSpreadMaxCtas = 64;
+  const int64_t ctas = static_cast<int64_t>(p.batch) * p.num_heads_k * tiles_per_seq * splits;
+  const int rule = mma && ctas <= kSpreadMaxCtas ? kDecodeSpread
+                   : ctas >= 160                ? kDecodeTwoPerSmHeadMajor
+                                                : kDecodeMain;
   const char* env = std::getenv("SAMEBITS_DECODE_VARIANT");
-  if (env == nullptr || env[0] == '\0' || std::strcmp(env, "auto") == 0) {
-    // Shape rule, a pure function of (batch, num_heads_k, query rows, head
-    // group, cache capacity): CTAs of pass 1 at most. A grid of more than
-    // about one H100 wave (132 SMs) runs two CTAs per SM, KV head fastest,
-    // so that one CTA's start and end overlap the other's stream and the
-    // heads that read the same pages start together; a smaller one keeps
-    // main's deep ring, whose bytes in flight per CTA are what a few CTAs
-    // need. Measured on an H100 (docs/decode_design.md, "Variants"): 4 is
-    // the fastest from 256 CTAs up, 0 at 128 and below; the overlap of
-    // S = Q K^T with P V (3, 5) was slower than 0 at every shape.
-    const int64_t ctas = static_cast<int64_t>(p.batch) * p.num_heads_k * tiles_per_seq * splits;
-    return ctas >= 160 ? kDecodeTwoPerSmHeadMajor : kDecodeMain;
-  }
-  return std::atoi(env) == kDecodeTwoPerSmHeadMajor ? kDecodeTwoPerSmHeadMajor : kDecodeMain;
+  if (env == nullptr || env[0] == '\0' || std::strcmp(env, "auto") == 0) return rule;
+  const int v = std::atoi(env);
+  if (v == kDecodeSpread) return mma ? kDecodeSpread : ctas >= 160 ? kDecodeTwoPerSmHeadMajor : kDecodeMain;
+  return v == kDecodeTwoPerSmHeadMajor ? kDecodeTwoPerSmHeadMajor : kDecodeMain;
 }
 
 // The consumer of pass 1 (FREE: both compute the forward's bits). A wave
@@ -154,11 +161,11 @@ sb_status launch_waves(const sb_attention_params& p, AttentionDecodeParams& kp, 
   while (q_count > 1 &&
          DecodeWorkspace::bytes(p.batch, p.num_heads, q_count, kp.max_splits, D) > bytes)
     q_count = std::max(1, q_count / 2);
+  const bool mma = decode_mma(q_count, kp.head_group);  // every wave has <= q_count rows
   const int variant = decode_variant(p, (q_count * kp.head_group + Cfg::kBlockM - 1) / Cfg::kBlockM,
-                                     kp.max_splits);
+                                     kp.max_splits, mma);
   // One split per row at most (cache capacity <= one split): pass 1 writes
   // the output itself and no combine is launched (decode_direct_out).
-  const bool mma = decode_mma(q_count, kp.head_group);  // every wave has <= q_count rows
   kp.direct_out = kp.max_splits == 1 && decode_direct_out(variant, D, mma);
   const uintptr_t base = (reinterpret_cast<uintptr_t>(workspace) + DecodeWorkspace::kAlign - 1) /
                          DecodeWorkspace::kAlign * DecodeWorkspace::kAlign;

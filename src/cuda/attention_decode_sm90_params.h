@@ -102,9 +102,15 @@ struct AttentionDecodeParams {
 // pass 1 (direct_out, no combine; decode_direct_out). The numbers 1, 2, 3
 // and 5 named schedules measured on an H100 and dropped on 2026-11-21
 // (slower everywhere: docs/decode_design.md, "Variants"); they now select 0.
+//   8  (the mma consumer's tiles only) one split computed by a cluster of
+//      8 CTAs: CTA j reads K of the split's block(s) j and V's columns
+//      [j d / 8, (j + 1) d / 8); the softmax chain's values meet in
+//      distributed shared memory (attention_decode_sm90_spread.h). For
+//      grids of a few CTAs, where one SM's load path sets a split's time.
 enum DecodeVariant : int {
   kDecodeMain = 0,
   kDecodeTwoPerSmHeadMajor = 4,
+  kDecodeSpread = 8,
 };
 
 // FREE. Whether a schedule writes the rows of a one-split cache from pass 1

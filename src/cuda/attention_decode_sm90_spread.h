@@ -1,0 +1,547 @@
+// sm90 attention over a KV cache, pass 1 spread over a cluster: one split
+// of a tile of at most 16 packed rows computed by 8 CTAs (a thread-block
+// cluster) instead of one, with the forward's bits.
+//
+// Why. Below about one wave of pass-1 CTAs (batch 1 x 1k has 8: one per KV
+// head) a split's 8 KV blocks stream through one SM, ~64 KiB a block, and
+// one SM's load path, not DRAM, sets the time (docs/decode_design.md,
+// "Where a small decode's time goes": ~60 GB/s a CTA at 1 x 1k). Here CTA
+// j of the cluster reads only its own KV block(s) of K and its 1/8 of V's
+// columns over the split, so a split's bytes come in through 8 SMs.
+//
+// Why the bits are the mma consumer's (attention_decode_sm90_mma.h), which
+// are the forward's. The online softmax's dependent chain is over the
+// blocks of the split, but most of each block's work depends on the chain
+// only through the running maximum:
+//   S_n = Q K_n^T             per element, no chain: CTA owning block n
+//   mx_n (row max of S_n)     no chain: CTA owning block n
+//   m_n, ms_n, alpha_n        the chain of fmaxf over mx_0 .. mx_n (a few
+//                             flops a block): every CTA, from all mx
+//   P_n = exp2(S_n k - ms_n)  the CTA owning block n, from ms_n
+//   sum_n (row sum of P_n)    the CTA owning block n, the mma consumer's
+//                             per-thread order and shuffle tree
+//   l_n = l_{n-1} alpha_n + sum_n       every CTA, from all alpha and sum
+//   acc_n = acc_{n-1} alpha_n + P_n V_n  CTA j for head-dim columns
+//                             [j d / 8, (j + 1) d / 8): an output element
+//                             depends only on its own column of V, so the
+//                             columns split across CTAs; the chain over
+//                             blocks and keys stays in one warp, in the
+//                             same mma.sync steps in the same order
+// Every value is computed by the same operations in the same order as the
+// mma consumer computes it; only where (which CTA, which warp) differs.
+// Blocks of the split that no row sees (outside [n_first, n_last]) are
+// left out of every chain, as the one-CTA walk leaves them out.
+//
+// Exchange (distributed shared memory, st.async completing on the
+// receiver's mbarrier, no cluster barrier on the critical path):
+//   max_bar  every CTA sends its blocks' row maxima to the 7 others
+//   pv_bar   every CTA sends its blocks' P (bf16, as mma A fragments) and
+//            row sums to the 7 others
+// (its own it stores itself, ordered for its threads by __syncthreads).
+// A CTA's mbarriers receive only these stores, and each CTA waits on both
+// before its P V, so every store into a CTA has landed before it exits.
+// The barriers are initialised before any CTA sends (cluster barrier,
+// arrive relaxed after the init fence, wait just before the first send).
+//
+// Loads: cp.async by all 128 threads (no TMA, no producer warp): Q (16
+// rows), K of the CTA's own walked blocks, the CTA's column slice of V over
+// the split's walked keys; keys at or past the sequence's length are zero.
+#pragma once
+
+#include "cuda/attention_decode_sm90_kernel.h"
+
+namespace samebits::cuda::sm90 {
+
+__device__ __forceinline__ void ldmatrix_x2_trans(uint32_t (&r)[2], uint32_t addr) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];"
+               : "=r"(r[0]), "=r"(r[1])
+               : "r"(addr)
+               : "memory");
+}
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+// This CTA's shared-memory address `a` as seen in cluster CTA `rank`.
+__device__ __forceinline__ uint32_t map_to_rank(uint32_t a, uint32_t rank) {
+  uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
+  return r;
+}
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
+// 4 or 16 bytes into CTA `rank`'s shared memory at `a` (this CTA's
+// address of the same object), completing as bytes on its mbarrier `bar`.
+__device__ __forceinline__ void st_async_f32(uint32_t a, uint32_t bar, uint32_t rank, float v) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(
+                   map_to_rank(a, rank)),
+               "r"(__float_as_uint(v)), "r"(map_to_rank(bar, rank))
+               : "memory");
+}
+__device__ __forceinline__ void st_async_v4(uint32_t a, uint32_t bar, uint32_t rank, uint4 v) {
+  asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];" ::"r"(
+                   map_to_rank(a, rank)),
+               "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"(map_to_rank(bar, rank))
+               : "memory");
+}
+// The stores of other CTAs are what completes the phase: acquire at
+// cluster scope.
+__device__ __forceinline__ void mbar_wait_cluster(uint64_t* bar, uint32_t parity) {
+  asm volatile(
+      "{\n"
+      ".reg .pred done;\n"
+      "WAIT_%=:\n"
+      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
+      "@!done bra WAIT_%=;\n"
+      "}\n" ::"r"(smem_addr(bar)),
+      "r"(parity)
+      : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_expect_tx_only(uint64_t* bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)),
+               "r"(bytes)
+               : "memory");
+}
+
+// Cfg: the mma consumer's configuration (kMma, 16 packed rows).
+template <class Cfg>
+struct DecodeSpread {
+  using Elem = std::conditional_t<Cfg::kBf16, __nv_bfloat16, __half>;
+  static constexpr int kD = Cfg::kHeadDim;
+  static constexpr int kBn = Cfg::kBlockN;
+  static constexpr int kBps = Cfg::kBlocksPerSplit;  // blocks per split (8; d 256: 16)
+  static constexpr int kCluster = 8;
+  static constexpr int kBpc = kBps / kCluster;  // blocks of one CTA (1; d 256: 2)
+  static constexpr int kCols = kD / kCluster;   // V / O columns of one CTA (8, 16, 32)
+  static constexpr int kPlanes = kCols / 8;     // 8-column planes of the V slice (1, 2, 4)
+  static constexpr int kPvWarps = kPlanes >= 2 ? kPlanes / 2 : 1;  // a warp: 2 planes (d 64: 1)
+  static constexpr int kPvChunks = kPlanes >= 2 ? 2 : 1;           // n8 chunks of a P V warp
+  static constexpr int kSC = kBn / 32;  // S n8 chunks of a warp per block
+  static constexpr int kQK = kD / 16;
+  static constexpr int kThreads = 128;
+  static constexpr int kKeysPerCta = kBpc * kBn;  // 128: one K row per thread
+  static_assert(Cfg::kMma && Cfg::kQRows == 16, "a 16-row Q tile");
+  static_assert(kBps % kCluster == 0 && kKeysPerCta == kThreads, "one K row per thread");
+  static_assert(kSC % 2 == 0, "S fragments are loaded two n8 chunks at a time");
+  static_assert(Cfg::kSplit % 32 == 0, "V keys go in groups of 32");
+
+  // Shared memory (offsets from a 1024-byte aligned base).
+  static constexpr int kQBytes = 16 * kD * 2;
+  static constexpr int kKBlockBytes = kBn * kD * 2;
+  static constexpr int kPlaneBytes = Cfg::kSplit * 16;  // one 8-column plane of V over the split
+  static constexpr int kPBlockBytes = kBn / 16 * 32 * 16;  // P fragments of one block
+  static constexpr int kOffQ = 0;
+  static constexpr int kOffK = kOffQ + kQBytes;
+  static constexpr int kOffV = kOffK + kBpc * kKBlockBytes;
+  static constexpr int kOffP = kOffV + kPlanes * kPlaneBytes;      // [kBps][Bn / 16][32] uint4 (received)
+  static constexpr int kOffPf32 = kOffP + kBps * kPBlockBytes;     // [kBpc][Bn / 8][4][32] f32 (own)
+  static constexpr int kOffWMax = kOffPf32 + kBpc * kBn / 8 * 4 * 32 * 4;  // [kBpc][4 warps][16]
+  static constexpr int kOffMax = kOffWMax + kBpc * 4 * 16 * 4;     // [kBps][16] (received)
+  static constexpr int kOffSum = kOffMax + kBps * 16 * 4;          // [kBps][16] (received)
+  static constexpr int kOffAlpha = kOffSum + kBps * 16 * 4;        // [kBps][16]
+  static constexpr int kOffBars = kOffAlpha + kBps * 16 * 4;       // max_bar, pv_bar
+  static constexpr int kSmemBytes = kOffBars + 16 + 1024;          // + base alignment
+  static_assert(kQBytes % 1024 == 0 && kKBlockBytes % 1024 == 0, "swizzled tiles keep 1024B alignment");
+  static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm90 limit");
+  static constexpr int kCtasPerSm = 2 * (kSmemBytes + 1024) <= 228 * 1024 ? 2 : 1;
+  // Bytes each CTA receives from the 7 others (its own it writes itself):
+  // their blocks' maxima, and their blocks' P and sums.
+  static constexpr uint32_t kMaxTx = (kCluster - 1) * kBpc * 16 * 4;
+  static constexpr uint32_t kPvTx = (kCluster - 1) * kBpc * (kPBlockBytes + 16 * 4);
+
+  __device__ static uint32_t swz(int rows, int row, int col) { return DecodeMmaConsumer<Cfg>::swz(rows, row, col); }
+
+  // Cache row of logical key `key` of the walk's sequence, head hk.
+  __device__ static const Elem* key_row(const AttentionDecodeParams& p, const Elem* cache, int64_t page_stride,
+                                        int64_t row_stride, int64_t head_stride, int b, int hk, int key) {
+    int page, slot;
+    DecodeProducer<Cfg>::locate(p, b, key, page, slot);
+    return cache + page * page_stride + static_cast<int64_t>(slot) * row_stride + hk * head_stride;
+  }
+
+  __device__ static void run(const AttentionDecodeParams& p, const DecodeWork& w, uint8_t* base) {
+    const int tid = threadIdx.x;
+    const int warp = __shfl_sync(0xffffffffu, tid / 32, 0), lane = tid % 32, g = lane / 4, q4 = lane % 4;
+    const int rank = static_cast<int>(cluster_rank());
+    uint64_t* max_bar = reinterpret_cast<uint64_t*>(base + kOffBars);
+    uint64_t* pv_bar = max_bar + 1;
+    float* wmax = reinterpret_cast<float*>(base + kOffWMax);
+    float* ex_max = reinterpret_cast<float*>(base + kOffMax);
+    float* ex_sum = reinterpret_cast<float*>(base + kOffSum);
+    float* alpha_s = reinterpret_cast<float*>(base + kOffAlpha);
+    uint4* ex_p = reinterpret_cast<uint4*>(base + kOffP);
+    float* pf32 = reinterpret_cast<float*>(base + kOffPf32);
+
+    if (tid == 0) {
+      mbar_init(max_bar, 1);
+      mbar_init(pv_bar, 1);
+      mbar_arrive_expect_tx_only(max_bar, kMaxTx);
+      mbar_arrive_expect_tx_only(pv_bar, kPvTx);
+      fence_barrier_init();
+    }
+    cluster_arrive_relaxed();  // waited for just before the first send
+
+    const int split_k0 = w.split * Cfg::kSplit;
+    const int bi0 = rank * kBpc;  // this CTA's first block, as an index into the split
+    auto walked = [&](int bi) { return split_k0 / kBn + bi >= w.n_first && split_k0 / kBn + bi <= w.n_last; };
+
+    // ---- loads: group 0 = Q and K, group 1 = the V slice
+    {
+      const Elem* q = static_cast<const Elem*>(p.q) + w.b * p.q_batch_stride;
+      constexpr int kUnitsPerRow = kD / 8;
+#pragma unroll
+      for (int i = 0; i < 16 * kUnitsPerRow / kThreads; ++i) {
+        const int u = tid + kThreads * i, r = u / kUnitsPerRow, unit = u % kUnitsPerRow;
+        const int R = w.r_begin + r;
+        const bool ok = R < w.r_end;
+        const Elem* src = ok ? q + static_cast<int64_t>(p.q_begin + R / p.head_group) * p.q_row_stride +
+                                   (w.hk * p.head_group + R % p.head_group) * p.q_head_stride + unit * 8
+                             : q;
+        cp_async_16(base + kOffQ + swz(16, r, unit * 8), src, ok);
+      }
+    }
+    {
+      // K: warp wk's 32 keys of this CTA's blocks (block (wk * 32) / Bn);
+      // lane l finds key l's row, then each instruction copies whole
+      // 16-byte runs of a few rows (the row pointer shuffled from its lane).
+      const Elem* kc = static_cast<const Elem*>(p.k);
+      const int kl = warp * 32;  // first key of this warp, among the CTA's kBpc * Bn
+      const int bl = kl / kBn;
+      if (walked(bi0 + bl)) {  // warp-uniform
+        const int k0 = split_k0 + (bi0 + bl) * kBn + kl % kBn;
+        const int key = k0 + lane;
+        const unsigned long long row = key < w.lk ? reinterpret_cast<unsigned long long>(key_row(
+                                                        p, kc, p.k_page_stride, p.k_row_stride, p.k_head_stride,
+                                                        w.b, w.hk, key))
+                                                  : 0ull;
+        uint8_t* dst = base + kOffK + bl * kKBlockBytes;
+        constexpr int kUnitsPerRow = kD / 8;
+#pragma unroll 4
+        for (int i = 0; i < kUnitsPerRow; ++i) {
+          const int u = lane + 32 * i, r = u / kUnitsPerRow, unit = u % kUnitsPerRow;
+          const Elem* src = reinterpret_cast<const Elem*>(__shfl_sync(0xffffffffu, row, r));
+          cp_async_16(dst + swz(kBn, kl % kBn + r, unit * 8), src != nullptr ? src + unit * 8 : p.k,
+                      src != nullptr);
+        }
+      }
+    }
+    cp_async_commit();
+    {
+      // V: columns [rank * kCols, +kCols) of every walked key, plane c
+      // (8 columns) at key * 16 bytes. Groups of 32 keys, warps in turn.
+      const Elem* vc = static_cast<const Elem*>(p.v);
+      const int key_lo = w.n_first * kBn, key_hi = (w.n_last + 1) * kBn;  // walked keys
+      for (int k0 = key_lo + warp * 32; k0 < key_hi; k0 += 4 * 32) {      // warp-uniform
+        const int key = k0 + lane;
+        const unsigned long long row = key < w.lk ? reinterpret_cast<unsigned long long>(key_row(
+                                                        p, vc, p.v_page_stride, p.v_row_stride, p.v_head_stride,
+                                                        w.b, w.hk, key))
+                                                  : 0ull;
+#pragma unroll
+        for (int i = 0; i < kPlanes; ++i) {
+          const int u = lane + 32 * i, r = u / kPlanes, c = u % kPlanes;
+          const Elem* src = reinterpret_cast<const Elem*>(__shfl_sync(0xffffffffu, row, r));
+          cp_async_16(base + kOffV + c * kPlaneBytes + (k0 + r - split_k0) * 16,
+                      src != nullptr ? src + rank * kCols + c * 8 : p.v, src != nullptr);
+        }
+      }
+    }
+    cp_async_commit();
+
+    // ---- this thread's rows (h = 0, 1: tile rows g and g + 8) and the keys each sees
+    const Visibility vis = decode_visibility(p, w.lk);
+    const ScoreMod score = decode_score_mod(p);
+    int lo[2], hi[2];
+    bool valid[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int R = w.r_begin + g + 8 * h;
+      valid[h] = R < w.r_end;
+      if (valid[h]) {
+        vis.row_bounds(p.q_begin + R / p.head_group, lo[h], hi[h]);
+      } else {
+        lo[h] = 0;
+        hi[h] = -1;
+      }
+    }
+
+    // ---- S = Q K^T of this CTA's blocks (the mma consumer's chains), the
+    // logit transform, the mask, this warp's row maxima
+    cp_async_wait<1>();
+    __syncthreads();
+    float sc[kBpc][kSC][4];
+    {
+      uint32_t qa[kQK][4];
+      const uint32_t q_addr = smem_addr(base + kOffQ);
+      {
+        const int row = lane % 8 + ((lane / 8) % 2) * 8, col = (lane / 16) * 8;
+#pragma unroll
+        for (int ks = 0; ks < kQK; ++ks) ldmatrix_x4(qa[ks], q_addr + swz(16, row, 16 * ks + col));
+      }
+#pragma unroll
+      for (int bl = 0; bl < kBpc; ++bl) {
+#pragma unroll
+        for (int c = 0; c < kSC; ++c)
+#pragma unroll
+          for (int r = 0; r < 4; ++r) sc[bl][c][r] = 0.f;
+        if (!walked(bi0 + bl)) continue;  // CTA-uniform
+        const uint32_t k_addr = smem_addr(base + kOffK + bl * kKBlockBytes);
+        const int key = warp * (kBn / 4) + (lane / 16) * 8 + lane % 8, col = ((lane / 8) % 2) * 8;
+#pragma unroll
+        for (int ks = 0; ks < kQK; ++ks)
+#pragma unroll
+          for (int c = 0; c < kSC; c += 2) {
+            uint32_t b[4];
+            ldmatrix_x4(b, k_addr + swz(kBn, key + 8 * c, 16 * ks + col));
+            mma_m16n8k16<Cfg::kBf16>(sc[bl][c], qa[ks], b[0], b[1]);
+            mma_m16n8k16<Cfg::kBf16>(sc[bl][c + 1], qa[ks], b[2], b[3]);
+          }
+        if (score.softcap) {
+#pragma unroll
+          for (int c = 0; c < kSC; ++c)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) sc[bl][c][r] = score.capped(sc[bl][c][r]);
+        } else if (!score.raw) {
+#pragma unroll
+          for (int c = 0; c < kSC; ++c)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) sc[bl][c][r] = score.scaled(sc[bl][c][r]);
+        }
+        const int k0 = split_k0 + (bi0 + bl) * kBn;
+        if (!vis.block_fully_visible(w.i_first, w.i_last, k0, kBn)) {
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int c = 0; c < kSC; ++c)
+#pragma unroll
+              for (int j = 0; j < 2; ++j) {
+                const int key = k0 + 8 * (warp * kSC + c) + 2 * q4 + j;
+                if (key < lo[h] || key > hi[h]) sc[bl][c][2 * h + j] = -CUDART_INF_F;
+              }
+        }
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          float mx = -CUDART_INF_F;
+#pragma unroll
+          for (int c = 0; c < kSC; ++c) mx = fmaxf(mx, fmaxf(sc[bl][c][2 * h], sc[bl][c][2 * h + 1]));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+          if (q4 == 0) wmax[(bl * 4 + warp) * 16 + 8 * h + g] = mx;
+        }
+      }
+    }
+    __syncthreads();
+    cluster_wait();  // every CTA's barriers are initialised
+
+    // ---- the blocks' row maxima to every CTA (the four warps' values met
+    // as the mma consumer meets them)
+    const uint32_t max_bar_a = smem_addr(max_bar), pv_bar_a = smem_addr(pv_bar);
+    for (int idx = tid; idx < kBpc * 16 * kCluster; idx += kThreads) {
+      const int dst = idx / (kBpc * 16), bl = (idx / 16) % kBpc, r = idx % 16;
+      const float* m4 = wmax + bl * 64;
+      const float mx = walked(bi0 + bl) ? fmaxf(fmaxf(m4[r], m4[16 + r]), fmaxf(m4[32 + r], m4[48 + r]))
+                                        : -CUDART_INF_F;  // never read
+      float* to = ex_max + (bi0 + bl) * 16 + r;
+      if (dst == rank)
+        *to = mx;
+      else
+        st_async_f32(smem_addr(to), max_bar_a, dst, mx);
+    }
+    __syncthreads();  // this CTA's own maxima, written by other threads
+
+    // ---- the chain of the row state over the walked blocks: m, ms and
+    // alpha of each (Consumer::softmax_update's operations, per row)
+    mbar_wait_cluster(max_bar, 0);
+    const float k_exp = score.exp_scale;
+    const int n_base = split_k0 / kBn;
+    float m[2] = {-CUDART_INF_F, -CUDART_INF_F};
+    float ms_own[kBpc][2];
+#pragma unroll
+    for (int bl = 0; bl < kBpc; ++bl) ms_own[bl][0] = ms_own[bl][1] = 0.f;
+    for (int n = w.n_first; n <= w.n_last; ++n) {
+      const int bi = n - n_base;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float mx = ex_max[bi * 16 + 8 * h + g];
+        const float m_new = fmaxf(m[h], __fmul_rn(mx, k_exp));
+        const float ms = m_new == -CUDART_INF_F ? 0.f : m_new;
+        const float a = exp2_approx(__fsub_rn(m[h], ms));
+        if (warp == 0 && q4 == 0) alpha_s[bi * 16 + 8 * h + g] = a;
+#pragma unroll
+        for (int bl = 0; bl < kBpc; ++bl)
+          if (bi == bi0 + bl) ms_own[bl][h] = ms;
+        m[h] = m_new;
+      }
+    }
+
+    // ---- P of this CTA's walked blocks: f32 for the row sums, rounded as
+    // the mma A fragments to every CTA
+    const uint32_t ex_p_a = smem_addr(ex_p);
+#pragma unroll
+    for (int bl = 0; bl < kBpc; ++bl) {
+      const bool wk = walked(bi0 + bl);
+      if (wk) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float neg_ms = -ms_own[bl][h];
+#pragma unroll
+          for (int c = 0; c < kSC; ++c)
+#pragma unroll
+            for (int j = 0; j < 2; ++j)
+              sc[bl][c][2 * h + j] = exp2_approx(__fmaf_rn(sc[bl][c][2 * h + j], k_exp, neg_ms));
+        }
+#pragma unroll
+        for (int c = 0; c < kSC; ++c)
+#pragma unroll
+          for (int r = 0; r < 4; ++r) pf32[((bl * (kBn / 8) + warp * kSC + c) * 4 + r) * 32 + lane] = sc[bl][c][r];
+      }
+#pragma unroll
+      for (int c = 0; c < kSC; c += 2) {
+        const uint4 v = make_uint4(pack2<Cfg::kBf16>(sc[bl][c][0], sc[bl][c][1]),
+                                   pack2<Cfg::kBf16>(sc[bl][c][2], sc[bl][c][3]),
+                                   pack2<Cfg::kBf16>(sc[bl][c + 1][0], sc[bl][c + 1][1]),
+                                   pack2<Cfg::kBf16>(sc[bl][c + 1][2], sc[bl][c + 1][3]));
+        const int at = ((bi0 + bl) * (kBn / 16) + (warp * kSC + c) / 2) * 32 + lane;
+        ex_p[at] = v;
+#pragma unroll
+        for (int dst = 0; dst < kCluster; ++dst)
+          if (dst != rank) st_async_v4(ex_p_a + at * 16, pv_bar_a, dst, v);
+      }
+    }
+    __syncthreads();  // pf32 of every warp written
+    // Row sums of this CTA's blocks: rows g by warp 2, g + 8 by warp 3, in
+    // the mma consumer's order (chunks ascending, then the pair; the xor-1
+    // and xor-2 shuffles).
+    if (warp >= 2) {
+      const int h = warp - 2;
+#pragma unroll
+      for (int bl = 0; bl < kBpc; ++bl) {
+        float sum = 0.f;
+#pragma unroll
+        for (int c = 0; c < kBn / 8; ++c)
+#pragma unroll
+          for (int j = 0; j < 2; ++j) sum = __fadd_rn(sum, pf32[((bl * (kBn / 8) + c) * 4 + 2 * h + j) * 32 + lane]);
+        sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 1));
+        sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 2));
+        // a block no row sees: a value never read (pf32 is stale)
+        if (q4 < 2) {
+          float* to = ex_sum + (bi0 + bl) * 16 + 8 * h + g;
+#pragma unroll
+          for (int k = 0; k < kCluster / 2; ++k) {
+            const int dst = 2 * k + q4;
+            if (dst == rank)
+              *to = sum;
+            else
+              st_async_f32(smem_addr(to), pv_bar_a, dst, sum);
+          }
+        }
+      }
+    }
+
+    // ---- l over the walked blocks, then acc = acc alpha + P V for this
+    // CTA's columns, blocks ascending, keys ascending
+    cp_async_wait<0>();
+    mbar_wait_cluster(pv_bar, 0);
+    __syncthreads();  // the V slice (other threads' copies) and alpha_s
+    float l[2] = {0.f, 0.f};
+    for (int n = w.n_first; n <= w.n_last; ++n) {
+      const int bi = n - n_base;
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+        l[h] = __fadd_rn(__fmul_rn(l[h], alpha_s[bi * 16 + 8 * h + g]), ex_sum[bi * 16 + 8 * h + g]);
+    }
+    if (warp >= kPvWarps) return;
+    float acc[kPvChunks][4];
+#pragma unroll
+    for (int oc = 0; oc < kPvChunks; ++oc)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) acc[oc][r] = 0.f;
+    const uint32_t v_addr = smem_addr(base + kOffV) + warp * kPvChunks * kPlaneBytes;
+    for (int n = w.n_first; n <= w.n_last; ++n) {
+      const int bi = n - n_base;
+      if (n > w.n_first) {
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const float a = alpha_s[bi * 16 + 8 * h + g];
+#pragma unroll
+          for (int oc = 0; oc < kPvChunks; ++oc) {
+            acc[oc][2 * h] = __fmul_rn(acc[oc][2 * h], a);
+            acc[oc][2 * h + 1] = __fmul_rn(acc[oc][2 * h + 1], a);
+          }
+        }
+      }
+#pragma unroll
+      for (int kk = 0; kk < kBn / 16; ++kk) {
+        const uint4 pv = ex_p[(bi * (kBn / 16) + kk) * 32 + lane];
+        const uint32_t pa[4] = {pv.x, pv.y, pv.z, pv.w};
+        const int key = bi * kBn + 16 * kk + ((lane / 8) % 2) * 8 + lane % 8;
+        if constexpr (kPvChunks == 2) {
+          uint32_t b[4];
+          ldmatrix_x4_trans(b, v_addr + (lane / 16) * kPlaneBytes + key * 16);
+          mma_m16n8k16<Cfg::kBf16>(acc[0], pa, b[0], b[1]);
+          mma_m16n8k16<Cfg::kBf16>(acc[1], pa, b[2], b[3]);
+        } else {
+          uint32_t b[2];
+          ldmatrix_x2_trans(b, v_addr + key * 16);
+          mma_m16n8k16<Cfg::kBf16>(acc[0], pa, b[0], b[1]);
+        }
+      }
+    }
+
+    // ---- this warp's columns of every valid row: out (one split) or the
+    // split's partial
+    const int col0 = rank * kCols + warp * kPvChunks * 8 + 2 * q4;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      if (!valid[h]) continue;
+      const int R = w.r_begin + g + 8 * h;
+      const int i = p.q_begin + R / p.head_group, head = w.hk * p.head_group + R % p.head_group;
+      if (Cfg::kDirectOut && p.direct_out) {
+        const bool sees = w.lk > 0 && hi[h] >= lo[h];  // the combine's condition
+        float inv, lse;
+        decode_finish_row(sees ? m[h] : -CUDART_INF_F, sees ? l[h] : 0.f, inv, lse);
+        Elem* o = static_cast<Elem*>(p.out) + w.b * p.o_batch_stride + static_cast<int64_t>(i) * p.o_row_stride +
+                  head * p.o_head_stride + col0;
+#pragma unroll
+        for (int oc = 0; oc < kPvChunks; ++oc) {
+          const float a0 = sees ? acc[oc][2 * h] : 0.f, a1 = sees ? acc[oc][2 * h + 1] : 0.f;
+          *reinterpret_cast<uint32_t*>(o + 8 * oc) = pack2<Cfg::kBf16>(__fmul_rn(a0, inv), __fmul_rn(a1, inv));
+        }
+        if (rank == 0 && warp == 0 && q4 == 0)
+          p.lse[w.b * p.lse_batch_stride + head * p.lse_head_stride + static_cast<int64_t>(i) * p.lse_row_stride] =
+              lse;
+      } else {
+        const int64_t row = (static_cast<int64_t>(w.b) * p.num_heads + head) * p.q_count + (i - p.q_begin);
+        const int64_t slot = row * p.max_splits + w.split;
+        float* out = p.ws_acc + slot * kD + col0;
+#pragma unroll
+        for (int oc = 0; oc < kPvChunks; ++oc)
+          *reinterpret_cast<float2*>(out + 8 * oc) = make_float2(acc[oc][2 * h], acc[oc][2 * h + 1]);
+        if (rank == 0 && warp == 0 && q4 == 0)
+          *reinterpret_cast<float2*>(p.ws_ml + slot * 2) = make_float2(m[h], l[h]);
+      }
+    }
+  }
+};
+
+// Grid (max_splits * 8, tiles, batch * Hk), clusters of 8 along x: cluster
+// x / 8 computes split x / 8.
+template <class Cfg>
+__global__ void __launch_bounds__(DecodeSpread<Cfg>::kThreads, DecodeSpread<Cfg>::kCtasPerSm)
+    attention_decode_spread_sm90_kernel(const __grid_constant__ AttentionDecodeParams p) {
+  grid_launch_dependents();  // as the split kernel: the combine waits for this grid's completion
+  const DecodeWork w = decode_work_at<Cfg>(p, blockIdx.x / DecodeSpread<Cfg>::kCluster, blockIdx.y,
+                                           blockIdx.z / p.num_heads_k, blockIdx.z % p.num_heads_k);
+  if (w.n_last < w.n_first) {  // the whole cluster: no row of the tile sees this split
+    if (Cfg::kDirectOut && p.direct_out && cluster_rank() == 0) DecodeConsumer<Cfg>::write_empty_rows(p, w);
+    return;
+  }
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t raw = smem_addr(smem_raw);
+  DecodeSpread<Cfg>::run(p, w, smem_raw + ((1024 - (raw % 1024)) % 1024));
+}
+
+}  // namespace samebits::cuda::sm90
