@@ -116,7 +116,8 @@ struct DecodeSpread {
   static constexpr int kCluster = 8;
   static constexpr int kBpc = kBps / kCluster;  // blocks of one CTA (1; d 256: 2)
   static constexpr int kCols = kD / kCluster;   // V / O columns of one CTA (8, 16, 32)
-  static constexpr int kPlanes = kCols / 8;     // 8-column planes of the V slice (1, 2, 4)
+  static constexpr int kPlanes = kCols / 8;     // 8-column planes of one CTA's V slice (1, 2, 4)
+  static constexpr int kPlanesAll = kD / 8;     // planes of a V block
   static constexpr int kPvWarps = kPlanes >= 2 ? kPlanes / 2 : 1;  // a warp: 2 planes (d 64: 1)
   static constexpr int kPvChunks = kPlanes >= 2 ? 2 : 1;           // n8 chunks of a P V warp
   static constexpr int kSC = kBn / 32;  // S n8 chunks of a warp per block
@@ -131,12 +132,19 @@ struct DecodeSpread {
   // Shared memory (offsets from a 1024-byte aligned base).
   static constexpr int kQBytes = 16 * kD * 2;
   static constexpr int kKBlockBytes = kBn * kD * 2;
-  static constexpr int kPlaneBytes = Cfg::kSplit * 16;  // one 8-column plane of V over the split
+  static constexpr int kPlaneBytes = kBn * 16;            // one 8-column plane of a V block
+  static constexpr int kSliceBytes = kPlanes * kPlaneBytes;  // one CTA's columns of a V block
   static constexpr int kPBlockBytes = kBn / 16 * 32 * 16;  // P fragments of one block
   static constexpr int kOffQ = 0;
   static constexpr int kOffK = kOffQ + kQBytes;
+  // V of the CTA's own blocks, [kBpc][kPlanesAll][Bn] 16-byte units: the
+  // slice of CTA r (planes r kPlanes ..) of a block is kSliceBytes in one
+  // piece. The slices received from the other CTAs, [kBps][kPlanes][Bn],
+  // overwrite K, which every CTA has finished with before any sends (the
+  // sends follow the maxima's exchange, which follows every CTA's S).
+  static constexpr int kOffVS = kOffK;
   static constexpr int kOffV = kOffK + kBpc * kKBlockBytes;
-  static constexpr int kOffP = kOffV + kPlanes * kPlaneBytes;      // [kBps][Bn / 16][32] uint4 (received)
+  static constexpr int kOffP = kOffV + kBpc * kKBlockBytes;      // [kBps][Bn / 16][32] uint4 (received)
   static constexpr int kOffPf32 = kOffP + kBps * kPBlockBytes;     // [kBpc][Bn / 8][4][32] f32 (own)
   static constexpr int kOffWMax = kOffPf32 + kBpc * kBn / 8 * 4 * 32 * 4;  // [kBpc][4 warps][16]
   static constexpr int kOffMax = kOffWMax + kBpc * 4 * 16 * 4;     // [kBps][16] (received)
@@ -145,12 +153,13 @@ struct DecodeSpread {
   static constexpr int kOffBars = kOffAlpha + kBps * 16 * 4;       // max_bar, pv_bar
   static constexpr int kSmemBytes = kOffBars + 16 + 1024;          // + base alignment
   static_assert(kQBytes % 1024 == 0 && kKBlockBytes % 1024 == 0, "swizzled tiles keep 1024B alignment");
+  static_assert(kBps * kSliceBytes == kBpc * kKBlockBytes, "the received slices fill K's space exactly");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm90 limit");
   static constexpr int kCtasPerSm = 2 * (kSmemBytes + 1024) <= 228 * 1024 ? 2 : 1;
   // Bytes each CTA receives from the 7 others (its own it writes itself):
   // their blocks' maxima, and their blocks' P and sums.
   static constexpr uint32_t kMaxTx = (kCluster - 1) * kBpc * 16 * 4;
-  static constexpr uint32_t kPvTx = (kCluster - 1) * kBpc * (kPBlockBytes + 16 * 4);
+  static constexpr uint32_t kPvTx = (kCluster - 1) * kBpc * (kPBlockBytes + 16 * 4 + kSliceBytes);
 
   __device__ static uint32_t swz(int rows, int row, int col) { return DecodeMmaConsumer<Cfg>::swz(rows, row, col); }
 
@@ -188,7 +197,7 @@ struct DecodeSpread {
     const int bi0 = rank * kBpc;  // this CTA's first block, as an index into the split
     auto walked = [&](int bi) { return split_k0 / kBn + bi >= w.n_first && split_k0 / kBn + bi <= w.n_last; };
 
-    // ---- loads: group 0 = Q and K, group 1 = the V slice
+    // ---- loads: Q, K and V of this CTA's blocks (one group)
     {
       const Elem* q = static_cast<const Elem*>(p.q) + w.b * p.q_batch_stride;
       constexpr int kUnitsPerRow = kD / 8;
@@ -204,48 +213,42 @@ struct DecodeSpread {
       }
     }
     {
-      // K: warp wk's 32 keys of this CTA's blocks (block (wk * 32) / Bn);
-      // lane l finds key l's row, then each instruction copies whole
-      // 16-byte runs of a few rows (the row pointer shuffled from its lane).
+      // K and V: warp wk's 32 keys of this CTA's blocks (block (wk * 32) /
+      // Bn); lane l finds key l's rows, then each instruction copies whole
+      // 16-byte runs of a few rows (the row pointers shuffled from their
+      // lane). V goes to planes of 8 columns, key k of plane u at unit
+      // k ^ (u % 8): ldmatrix reads 8 consecutive keys of a plane, a copy
+      // instruction writes 2 keys of 16 planes (d 128), both without bank
+      // conflicts.
       const Elem* kc = static_cast<const Elem*>(p.k);
+      const Elem* vc = static_cast<const Elem*>(p.v);
       const int kl = warp * 32;  // first key of this warp, among the CTA's kBpc * Bn
       const int bl = kl / kBn;
       if (walked(bi0 + bl)) {  // warp-uniform
-        const int k0 = split_k0 + (bi0 + bl) * kBn + kl % kBn;
-        const int key = k0 + lane;
-        const unsigned long long row = key < w.lk ? reinterpret_cast<unsigned long long>(key_row(
-                                                        p, kc, p.k_page_stride, p.k_row_stride, p.k_head_stride,
-                                                        w.b, w.hk, key))
-                                                  : 0ull;
-        uint8_t* dst = base + kOffK + bl * kKBlockBytes;
+        const int key = split_k0 + (bi0 + bl) * kBn + kl % kBn + lane;
+        unsigned long long krow = 0, vrow = 0;
+        if (key < w.lk) {
+          int page, slot;
+          DecodeProducer<Cfg>::locate(p, w.b, key, page, slot);
+          krow = reinterpret_cast<unsigned long long>(kc + page * p.k_page_stride +
+                                                      static_cast<int64_t>(slot) * p.k_row_stride +
+                                                      w.hk * p.k_head_stride);
+          vrow = reinterpret_cast<unsigned long long>(vc + page * p.v_page_stride +
+                                                      static_cast<int64_t>(slot) * p.v_row_stride +
+                                                      w.hk * p.v_head_stride);
+        }
+        uint8_t* kdst = base + kOffK + bl * kKBlockBytes;
+        uint8_t* vdst = base + kOffV + bl * kKBlockBytes;
         constexpr int kUnitsPerRow = kD / 8;
 #pragma unroll 4
         for (int i = 0; i < kUnitsPerRow; ++i) {
           const int u = lane + 32 * i, r = u / kUnitsPerRow, unit = u % kUnitsPerRow;
-          const Elem* src = reinterpret_cast<const Elem*>(__shfl_sync(0xffffffffu, row, r));
-          cp_async_16(dst + swz(kBn, kl % kBn + r, unit * 8), src != nullptr ? src + unit * 8 : p.k,
-                      src != nullptr);
-        }
-      }
-    }
-    cp_async_commit();
-    {
-      // V: columns [rank * kCols, +kCols) of every walked key, plane c
-      // (8 columns) at key * 16 bytes. Groups of 32 keys, warps in turn.
-      const Elem* vc = static_cast<const Elem*>(p.v);
-      const int key_lo = w.n_first * kBn, key_hi = (w.n_last + 1) * kBn;  // walked keys
-      for (int k0 = key_lo + warp * 32; k0 < key_hi; k0 += 4 * 32) {      // warp-uniform
-        const int key = k0 + lane;
-        const unsigned long long row = key < w.lk ? reinterpret_cast<unsigned long long>(key_row(
-                                                        p, vc, p.v_page_stride, p.v_row_stride, p.v_head_stride,
-                                                        w.b, w.hk, key))
-                                                  : 0ull;
-#pragma unroll
-        for (int i = 0; i < kPlanes; ++i) {
-          const int u = lane + 32 * i, r = u / kPlanes, c = u % kPlanes;
-          const Elem* src = reinterpret_cast<const Elem*>(__shfl_sync(0xffffffffu, row, r));
-          cp_async_16(base + kOffV + c * kPlaneBytes + (k0 + r - split_k0) * 16,
-                      src != nullptr ? src + rank * kCols + c * 8 : p.v, src != nullptr);
+          const Elem* ks = reinterpret_cast<const Elem*>(__shfl_sync(0xffffffffu, krow, r));
+          const Elem* vs = reinterpret_cast<const Elem*>(__shfl_sync(0xffffffffu, vrow, r));
+          const int kb = kl % kBn + r;  // key within the block
+          cp_async_16(kdst + swz(kBn, kb, unit * 8), ks != nullptr ? ks + unit * 8 : p.k, ks != nullptr);
+          cp_async_16(vdst + (unit * kBn + (kb ^ (unit % 8))) * 16, vs != nullptr ? vs + unit * 8 : p.v,
+                      vs != nullptr);
         }
       }
     }
@@ -270,7 +273,8 @@ struct DecodeSpread {
 
     // ---- S = Q K^T of this CTA's blocks (the mma consumer's chains), the
     // logit transform, the mask, this warp's row maxima
-    cp_async_wait<1>();
+    cp_async_wait<0>();
+    fence_proxy_async_smem();  // V's copies, read by the bulk copies to the other CTAs
     __syncthreads();
     float sc[kBpc][kSC][4];
     {
@@ -333,6 +337,7 @@ struct DecodeSpread {
         }
       }
     }
+    fence_proxy_async_smem();  // K's reads (ldmatrix) before the other CTAs' bulk copies into K's space
     __syncthreads();
     cluster_wait();  // every CTA's barriers are initialised
 
@@ -355,6 +360,18 @@ struct DecodeSpread {
     // ---- the chain of the row state over the walked blocks: m, ms and
     // alpha of each (Consumer::softmax_update's operations, per row)
     mbar_wait_cluster(max_bar, 0);
+    // Every CTA has sent its maxima, so has finished S: its K space takes
+    // the V slices. Thread t < 7 kBpc: one block's slice to one other CTA.
+    if (tid < (kCluster - 1) * kBpc) {
+      const int bl = tid % kBpc, d = tid / kBpc, dst = d + (d >= rank ? 1 : 0);
+      const uint32_t src = smem_addr(base + kOffV + (bl * kPlanesAll + dst * kPlanes) * kPlaneBytes);
+      const uint32_t to = smem_addr(base + kOffVS + (bi0 + bl) * kSliceBytes);
+      asm volatile(
+          "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+              map_to_rank(to, dst)),
+          "r"(src), "n"(kSliceBytes), "r"(map_to_rank(pv_bar_a, dst))
+          : "memory");
+    }
     const float k_exp = score.exp_scale;
     const int n_base = split_k0 / kBn;
     float m[2] = {-CUDART_INF_F, -CUDART_INF_F};
@@ -443,9 +460,11 @@ struct DecodeSpread {
 
     // ---- l over the walked blocks, then acc = acc alpha + P V for this
     // CTA's columns, blocks ascending, keys ascending
-    cp_async_wait<0>();
     mbar_wait_cluster(pv_bar, 0);
-    __syncthreads();  // the V slice (other threads' copies) and alpha_s
+    // Every CTA's bulk copies out of this CTA have landed once every CTA
+    // passed its wait: this CTA may exit after the cluster barrier below.
+    cluster_arrive_relaxed();
+    __syncthreads();  // alpha_s
     float l[2] = {0.f, 0.f};
     for (int n = w.n_first; n <= w.n_last; ++n) {
       const int bi = n - n_base;
@@ -453,15 +472,33 @@ struct DecodeSpread {
       for (int h = 0; h < 2; ++h)
         l[h] = __fadd_rn(__fmul_rn(l[h], alpha_s[bi * 16 + 8 * h + g]), ex_sum[bi * 16 + 8 * h + g]);
     }
-    if (warp >= kPvWarps) return;
+    if (warp < kPvWarps) pv_and_store(p, w, base, rank, warp, lane, g, q4, m, l, valid, lo, hi);
+    cluster_wait();
+  }
+
+  // acc = acc alpha + P V for this warp's columns (planes 2 warp, +1 of the
+  // CTA's slice; d 64: the one plane), blocks ascending, keys ascending;
+  // then the columns of every valid row: out (one split) or the split's
+  // partial.
+  __device__ static void pv_and_store(const AttentionDecodeParams& p, const DecodeWork& w, uint8_t* base, int rank,
+                                      int warp, int lane, int g, int q4, const float (&m)[2], const float (&l)[2],
+                                      const bool (&valid)[2], const int (&lo)[2], const int (&hi)[2]) {
+    const float* alpha_s = reinterpret_cast<const float*>(base + kOffAlpha);
+    const uint4* ex_p = reinterpret_cast<const uint4*>(base + kOffP);
+    const int n_base = w.split * Cfg::kSplit / kBn;
     float acc[kPvChunks][4];
 #pragma unroll
     for (int oc = 0; oc < kPvChunks; ++oc)
 #pragma unroll
       for (int r = 0; r < 4; ++r) acc[oc][r] = 0.f;
-    const uint32_t v_addr = smem_addr(base + kOffV) + warp * kPvChunks * kPlaneBytes;
+    // this lane's plane (ldmatrix x4: lanes 16..31 read the pair's second)
+    const int c = warp * kPvChunks + (kPvChunks == 2 ? lane / 16 : 0);
+    const int sw = (rank * kPlanes + c) % 8;  // the plane's key swizzle (global plane index)
+    const uint32_t own = smem_addr(base + kOffV) + (rank * kPlanes + c) * kPlaneBytes;
+    const uint32_t recv = smem_addr(base + kOffVS) + c * kPlaneBytes;
     for (int n = w.n_first; n <= w.n_last; ++n) {
       const int bi = n - n_base;
+      const uint32_t plane = bi / kBpc == rank ? own + (bi % kBpc) * kKBlockBytes : recv + bi * kSliceBytes;
       if (n > w.n_first) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -477,15 +514,16 @@ struct DecodeSpread {
       for (int kk = 0; kk < kBn / 16; ++kk) {
         const uint4 pv = ex_p[(bi * (kBn / 16) + kk) * 32 + lane];
         const uint32_t pa[4] = {pv.x, pv.y, pv.z, pv.w};
-        const int key = bi * kBn + 16 * kk + ((lane / 8) % 2) * 8 + lane % 8;
+        const int key = 16 * kk + ((lane / 8) % 2) * 8 + lane % 8;
+        const uint32_t at = plane + (key ^ sw) * 16;
         if constexpr (kPvChunks == 2) {
           uint32_t b[4];
-          ldmatrix_x4_trans(b, v_addr + (lane / 16) * kPlaneBytes + key * 16);
+          ldmatrix_x4_trans(b, at);
           mma_m16n8k16<Cfg::kBf16>(acc[0], pa, b[0], b[1]);
           mma_m16n8k16<Cfg::kBf16>(acc[1], pa, b[2], b[3]);
         } else {
           uint32_t b[2];
-          ldmatrix_x2_trans(b, v_addr + key * 16);
+          ldmatrix_x2_trans(b, at);
           mma_m16n8k16<Cfg::kBf16>(acc[0], pa, b[0], b[1]);
         }
       }
