@@ -86,8 +86,9 @@ sb_status check(const sb_attention_params& p) {
 
 // The schedule of pass 1 (DecodeVariant, all FREE: they compute the same
 // bits). Unset or "auto": the shape rule below; SAMEBITS_DECODE_VARIANT =
-// 0, 4 or 8 forces one (8 only where the mma consumer runs, else the rule
-// picks between 0 and 4; any other number selects 0). Read on every call,
+// 0, 4, 8 or 9 forces one (8 and 9 only where the mma consumer runs, else
+// the rule picks between 0 and 4; 9 at d 256 is 8; any other number
+// selects 0). Read on every call,
 // so a process may switch between calls (a captured graph keeps the one it
 // captured).
 int decode_variant(const sb_attention_params& p, int tiles_per_seq, int splits, bool mma) {
@@ -110,7 +111,9 @@ int decode_variant(const sb_attention_params& p, int tiles_per_seq, int splits, 
   const char* env = std::getenv("SAMEBITS_DECODE_VARIANT");
   if (env == nullptr || env[0] == '\0' || std::strcmp(env, "auto") == 0) return rule;
   const int v = std::atoi(env);
-  if (v == kDecodeSpread) return mma ? kDecodeSpread : ctas >= 160 ? kDecodeTwoPerSmHeadMajor : kDecodeMain;
+  if (v == kDecodeSpread || v == kDecodeSpread4)
+    return mma ? (v == kDecodeSpread4 && p.head_dim <= 128 ? kDecodeSpread4 : kDecodeSpread)
+               : ctas >= 160 ? kDecodeTwoPerSmHeadMajor : kDecodeMain;
   return v == kDecodeTwoPerSmHeadMajor ? kDecodeTwoPerSmHeadMajor : kDecodeMain;
 }
 

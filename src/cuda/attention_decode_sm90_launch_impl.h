@@ -44,12 +44,13 @@ sb_status launch_split(const AttentionDecodeParams& params, cudaStream_t stream)
   return SB_OK;
 }
 
-// Pass 1 as clusters of 8 CTAs (kDecodeSpread; Cfg: the mma consumer's
-// configuration). Grid (max_splits * 8, tiles, batch * Hk).
-template <class Cfg>
+// Pass 1 as clusters of kCluster CTAs (kDecodeSpread: 8, kDecodeSpread4:
+// 4; Cfg: the mma consumer's configuration). Grid (max_splits * kCluster,
+// tiles, batch * Hk).
+template <class Cfg, int kCluster>
 sb_status launch_spread(const AttentionDecodeParams& params, cudaStream_t stream) {
-  using Spread = DecodeSpread<Cfg>;
-  constexpr auto kernel = attention_decode_spread_sm90_kernel<Cfg>;
+  using Spread = DecodeSpread<Cfg, kCluster>;
+  constexpr auto kernel = attention_decode_spread_sm90_kernel<Cfg, kCluster>;
   if (cudaError_t err = opt_in_shared_memory<kernel>(Spread::kSmemBytes, Spread::kCtasPerSm > 1);
       err != cudaSuccess)
     return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: cudaFuncSetAttribute: ") +
@@ -126,7 +127,9 @@ sb_status launch_attention_decode(const AttentionDecodeParams& params, int varia
   constexpr bool kBf16 = Cfg::kBf16;
   sb_status st;
   if (variant == kDecodeSpread && mma)
-    st = launch_spread<DecodeConfig<D, kBf16, kDecodeMain, true>>(params, stream);
+    st = launch_spread<DecodeConfig<D, kBf16, kDecodeMain, true>, 8>(params, stream);
+  else if (variant == kDecodeSpread4 && mma && D <= 128)
+    st = launch_spread<DecodeConfig<D, kBf16, kDecodeMain, true>, D <= 128 ? 4 : 8>(params, stream);
   else if (variant == kDecodeTwoPerSmHeadMajor)
     st = mma ? launch_split<DecodeConfig<D, kBf16, kDecodeTwoPerSmHeadMajor, true>>(params, stream)
              : launch_split<DecodeConfig<D, kBf16, kDecodeTwoPerSmHeadMajor>>(params, stream);

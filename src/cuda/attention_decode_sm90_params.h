@@ -107,10 +107,13 @@ struct AttentionDecodeParams {
 //      [j d / 8, (j + 1) d / 8); the softmax chain's values meet in
 //      distributed shared memory (attention_decode_sm90_spread.h). For
 //      grids of a few CTAs, where one SM's load path sets a split's time.
+//   9  as 8 with clusters of 4 CTAs, two blocks each (d <= 128; d 256:
+//      as 8).
 enum DecodeVariant : int {
   kDecodeMain = 0,
   kDecodeTwoPerSmHeadMajor = 4,
   kDecodeSpread = 8,
+  kDecodeSpread4 = 9,
 };
 
 // FREE. Whether a schedule writes the rows of a one-split cache from pass 1

@@ -106,14 +106,15 @@ __device__ __forceinline__ void mbar_arrive_expect_tx_only(uint64_t* bar, uint32
                : "memory");
 }
 
-// Cfg: the mma consumer's configuration (kMma, 16 packed rows).
-template <class Cfg>
+// Cfg: the mma consumer's configuration (kMma, 16 packed rows); kCluster
+// CTAs (8, or 4 at d <= 128) share one split.
+template <class Cfg, int kCluster_>
 struct DecodeSpread {
   using Elem = std::conditional_t<Cfg::kBf16, __nv_bfloat16, __half>;
   static constexpr int kD = Cfg::kHeadDim;
   static constexpr int kBn = Cfg::kBlockN;
   static constexpr int kBps = Cfg::kBlocksPerSplit;  // blocks per split (8; d 256: 16)
-  static constexpr int kCluster = 8;
+  static constexpr int kCluster = kCluster_;
   static constexpr int kBpc = kBps / kCluster;  // blocks of one CTA (1; d 256: 2)
   static constexpr int kCols = kD / kCluster;   // V / O columns of one CTA (8, 16, 32)
   static constexpr int kPlanes = kCols / 8;     // 8-column planes of one CTA's V slice (1, 2, 4)
@@ -123,9 +124,12 @@ struct DecodeSpread {
   static constexpr int kSC = kBn / 32;  // S n8 chunks of a warp per block
   static constexpr int kQK = kD / 16;
   static constexpr int kThreads = 128;
-  static constexpr int kKeysPerCta = kBpc * kBn;  // 128: one K row per thread
+  static constexpr int kKeysPerCta = kBpc * kBn;            // 128 at 8 CTAs, 256 at 4
+  static constexpr int kKeyGroups = kKeysPerCta / kThreads;  // 32-key groups of a warp
   static_assert(Cfg::kMma && Cfg::kQRows == 16, "a 16-row Q tile");
-  static_assert(kBps % kCluster == 0 && kKeysPerCta == kThreads, "one K row per thread");
+  static_assert(kBps % kCluster == 0 && kKeysPerCta % kThreads == 0 && kBn % 32 == 0,
+                "whole 32-key groups, every warp the same number");
+  static_assert(kCluster % 2 == 0 && kCluster <= 8, "a portable cluster; the row sums go out from two lanes");
   static_assert(kSC % 2 == 0, "S fragments are loaded two n8 chunks at a time");
   static_assert(Cfg::kSplit % 32 == 0, "V keys go in groups of 32");
 
@@ -171,7 +175,7 @@ struct DecodeSpread {
     return cache + page * page_stride + static_cast<int64_t>(slot) * row_stride + hk * head_stride;
   }
 
-  __device__ static void run(const AttentionDecodeParams& p, const DecodeWork& w, uint8_t* base) {
+  __device__ static void run(const AttentionDecodeParams& p, int split, int tile, int b, int hk, uint8_t* base) {
     const int tid = threadIdx.x;
     const int warp = __shfl_sync(0xffffffffu, tid / 32, 0), lane = tid % 32, g = lane / 4, q4 = lane % 4;
     const int rank = static_cast<int>(cluster_rank());
@@ -183,6 +187,42 @@ struct DecodeSpread {
     float* alpha_s = reinterpret_cast<float*>(base + kOffAlpha);
     uint4* ex_p = reinterpret_cast<uint4*>(base + kOffP);
     float* pf32 = reinterpret_cast<float*>(base + kOffPf32);
+    const int split_k0 = split * Cfg::kSplit;
+    const int bi0 = rank * kBpc;  // this CTA's first block, as an index into the split
+
+    // ---- before the sequence's length is known (one round trip): Q's
+    // copies, and the block-table entries of this CTA's keys below the
+    // cache capacity (every such entry exists). Key group gi of this warp:
+    // keys (warp + 4 gi) * 32 + lane of the CTA's kBpc * Bn.
+    {
+      const int r_begin = tile * Cfg::kBlockM, r_end = min(r_begin + Cfg::kBlockM, p.q_count * p.head_group);
+      const Elem* q = static_cast<const Elem*>(p.q) + b * p.q_batch_stride;
+      constexpr int kUnitsPerRow = kD / 8;
+#pragma unroll
+      for (int i = 0; i < 16 * kUnitsPerRow / kThreads; ++i) {
+        const int u = tid + kThreads * i, r = u / kUnitsPerRow, unit = u % kUnitsPerRow;
+        const int R = r_begin + r;
+        const bool ok = R < r_end;
+        const Elem* src = ok ? q + static_cast<int64_t>(p.q_begin + R / p.head_group) * p.q_row_stride +
+                                   (hk * p.head_group + R % p.head_group) * p.q_head_stride + unit * 8
+                             : q;
+        cp_async_16(base + kOffQ + swz(16, r, unit * 8), src, ok);
+      }
+    }
+    int page[kKeyGroups];
+#pragma unroll
+    for (int gi = 0; gi < kKeyGroups; ++gi) {
+      const int key = split_k0 + bi0 * kBn + (warp + 4 * gi) * 32 + lane;
+      page[gi] = p.block_table == nullptr ? b
+                 : key < p.seqlen_k      ? __ldg(p.block_table + b * p.block_table_batch_stride + key / p.page_size)
+                                         : 0;
+    }
+    const DecodeWork w = decode_work_at<Cfg>(p, split, tile, b, hk);
+    if (w.n_last < w.n_first) {  // the whole cluster: no row of the tile sees this split
+      cp_async_wait<0>();
+      if (Cfg::kDirectOut && p.direct_out && rank == 0) DecodeConsumer<Cfg>::write_empty_rows(p, w);
+      return;
+    }
 
     if (tid == 0) {
       mbar_init(max_bar, 1);
@@ -192,50 +232,30 @@ struct DecodeSpread {
       fence_barrier_init();
     }
     cluster_arrive_relaxed();  // waited for just before the first send
-
-    const int split_k0 = w.split * Cfg::kSplit;
-    const int bi0 = rank * kBpc;  // this CTA's first block, as an index into the split
     auto walked = [&](int bi) { return split_k0 / kBn + bi >= w.n_first && split_k0 / kBn + bi <= w.n_last; };
 
-    // ---- loads: Q, K and V of this CTA's blocks (one group)
+    // ---- K and V of this CTA's walked blocks: lane l has key l's page;
+    // each instruction copies whole 16-byte runs of a few rows (the row
+    // pointers shuffled from their lane); keys >= lk are zero. V goes to
+    // planes of 8 columns, key k of plane u at unit k ^ (u % 8): ldmatrix
+    // reads 8 consecutive keys of a plane, a copy instruction writes 2 keys
+    // of 16 planes (d 128), both without bank conflicts.
     {
-      const Elem* q = static_cast<const Elem*>(p.q) + w.b * p.q_batch_stride;
-      constexpr int kUnitsPerRow = kD / 8;
-#pragma unroll
-      for (int i = 0; i < 16 * kUnitsPerRow / kThreads; ++i) {
-        const int u = tid + kThreads * i, r = u / kUnitsPerRow, unit = u % kUnitsPerRow;
-        const int R = w.r_begin + r;
-        const bool ok = R < w.r_end;
-        const Elem* src = ok ? q + static_cast<int64_t>(p.q_begin + R / p.head_group) * p.q_row_stride +
-                                   (w.hk * p.head_group + R % p.head_group) * p.q_head_stride + unit * 8
-                             : q;
-        cp_async_16(base + kOffQ + swz(16, r, unit * 8), src, ok);
-      }
-    }
-    {
-      // K and V: warp wk's 32 keys of this CTA's blocks (block (wk * 32) /
-      // Bn); lane l finds key l's rows, then each instruction copies whole
-      // 16-byte runs of a few rows (the row pointers shuffled from their
-      // lane). V goes to planes of 8 columns, key k of plane u at unit
-      // k ^ (u % 8): ldmatrix reads 8 consecutive keys of a plane, a copy
-      // instruction writes 2 keys of 16 planes (d 128), both without bank
-      // conflicts.
       const Elem* kc = static_cast<const Elem*>(p.k);
       const Elem* vc = static_cast<const Elem*>(p.v);
-      const int kl = warp * 32;  // first key of this warp, among the CTA's kBpc * Bn
-      const int bl = kl / kBn;
-      if (walked(bi0 + bl)) {  // warp-uniform
-        const int key = split_k0 + (bi0 + bl) * kBn + kl % kBn + lane;
+#pragma unroll
+      for (int gi = 0; gi < kKeyGroups; ++gi) {
+        const int kl = (warp + 4 * gi) * 32;  // first key of the group, among the CTA's kBpc * Bn
+        const int bl = kl / kBn;
+        if (!walked(bi0 + bl)) continue;  // warp-uniform
+        const int key = split_k0 + bi0 * kBn + kl + lane;
         unsigned long long krow = 0, vrow = 0;
         if (key < w.lk) {
-          int page, slot;
-          DecodeProducer<Cfg>::locate(p, w.b, key, page, slot);
-          krow = reinterpret_cast<unsigned long long>(kc + page * p.k_page_stride +
-                                                      static_cast<int64_t>(slot) * p.k_row_stride +
-                                                      w.hk * p.k_head_stride);
-          vrow = reinterpret_cast<unsigned long long>(vc + page * p.v_page_stride +
-                                                      static_cast<int64_t>(slot) * p.v_row_stride +
-                                                      w.hk * p.v_head_stride);
+          const int64_t slot = p.block_table == nullptr ? key : key % p.page_size;
+          krow = reinterpret_cast<unsigned long long>(kc + page[gi] * p.k_page_stride + slot * p.k_row_stride +
+                                                      hk * p.k_head_stride);
+          vrow = reinterpret_cast<unsigned long long>(vc + page[gi] * p.v_page_stride + slot * p.v_row_stride +
+                                                      hk * p.v_head_stride);
         }
         uint8_t* kdst = base + kOffK + bl * kKBlockBytes;
         uint8_t* vdst = base + kOffV + bl * kKBlockBytes;
@@ -565,21 +585,16 @@ struct DecodeSpread {
   }
 };
 
-// Grid (max_splits * 8, tiles, batch * Hk), clusters of 8 along x: cluster
-// x / 8 computes split x / 8.
-template <class Cfg>
-__global__ void __launch_bounds__(DecodeSpread<Cfg>::kThreads, DecodeSpread<Cfg>::kCtasPerSm)
+// Grid (max_splits * kCluster, tiles, batch * Hk), clusters of kCluster
+// along x: cluster x / kCluster computes split x / kCluster.
+template <class Cfg, int kCluster>
+__global__ void __launch_bounds__(DecodeSpread<Cfg, kCluster>::kThreads, DecodeSpread<Cfg, kCluster>::kCtasPerSm)
     attention_decode_spread_sm90_kernel(const __grid_constant__ AttentionDecodeParams p) {
   grid_launch_dependents();  // as the split kernel: the combine waits for this grid's completion
-  const DecodeWork w = decode_work_at<Cfg>(p, blockIdx.x / DecodeSpread<Cfg>::kCluster, blockIdx.y,
-                                           blockIdx.z / p.num_heads_k, blockIdx.z % p.num_heads_k);
-  if (w.n_last < w.n_first) {  // the whole cluster: no row of the tile sees this split
-    if (Cfg::kDirectOut && p.direct_out && cluster_rank() == 0) DecodeConsumer<Cfg>::write_empty_rows(p, w);
-    return;
-  }
   extern __shared__ uint8_t smem_raw[];
   const uint32_t raw = smem_addr(smem_raw);
-  DecodeSpread<Cfg>::run(p, w, smem_raw + ((1024 - (raw % 1024)) % 1024));
+  DecodeSpread<Cfg, kCluster>::run(p, blockIdx.x / kCluster, blockIdx.y, blockIdx.z / p.num_heads_k,
+                                   blockIdx.z % p.num_heads_k, smem_raw + ((1024 - (raw % 1024)) % 1024));
 }
 
 }  // namespace samebits::cuda::sm90
