@@ -36,7 +36,8 @@
 // receiver's mbarrier, no cluster barrier on the critical path):
 //   max_bar  every CTA sends its blocks' row maxima to the 7 others
 //   pv_bar   every CTA sends its blocks' P (bf16, as mma A fragments) and
-//            row sums to the 7 others
+//            row sums to the 7 others, and each of them its columns of
+//            its blocks' V (bulk copies)
 // (its own it stores itself, ordered for its threads by __syncthreads).
 // A CTA's mbarriers receive only these stores, and each CTA waits on both
 // before its P V, so every store into a CTA has landed before it exits.
@@ -44,8 +45,9 @@
 // arrive relaxed after the init fence, wait just before the first send).
 //
 // Loads: cp.async by all 128 threads (no TMA, no producer warp): Q (16
-// rows), K of the CTA's own walked blocks, the CTA's column slice of V over
-// the split's walked keys; keys at or past the sequence's length are zero.
+// rows) and, in whole rows, K and V of the CTA's own walked blocks; keys at
+// or past the sequence's length are zero. Q and the block table are
+// requested before the sequence's length arrives.
 #pragma once
 
 #include "cuda/attention_decode_sm90_kernel.h"
@@ -86,19 +88,6 @@ __device__ __forceinline__ void st_async_v4(uint32_t a, uint32_t bar, uint32_t r
                    map_to_rank(a, rank)),
                "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"(map_to_rank(bar, rank))
                : "memory");
-}
-// The stores of other CTAs are what completes the phase: acquire at
-// cluster scope.
-__device__ __forceinline__ void mbar_wait_cluster(uint64_t* bar, uint32_t parity) {
-  asm volatile(
-      "{\n"
-      ".reg .pred done;\n"
-      "WAIT_%=:\n"
-      "mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 done, [%0], %1;\n"
-      "@!done bra WAIT_%=;\n"
-      "}\n" ::"r"(smem_addr(bar)),
-      "r"(parity)
-      : "memory");
 }
 __device__ __forceinline__ void mbar_arrive_expect_tx_only(uint64_t* bar, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)),
@@ -144,11 +133,17 @@ struct DecodeSpread {
   // V of the CTA's own blocks, [kBpc][kPlanesAll][Bn] 16-byte units: the
   // slice of CTA r (planes r kPlanes ..) of a block is kSliceBytes in one
   // piece. The slices received from the other CTAs, [kBps][kPlanes][Bn],
-  // overwrite K, which every CTA has finished with before any sends (the
-  // sends follow the maxima's exchange, which follows every CTA's S).
-  static constexpr int kOffVS = kOffK;
+  // have space of their own where shared memory allows (the sends start as
+  // soon as the CTA's V has landed); else (d 256, and 4 CTAs at d 128)
+  // they overwrite K, which every CTA has finished with once the maxima
+  // are exchanged (the sends then follow that exchange).
   static constexpr int kOffV = kOffK + kBpc * kKBlockBytes;
-  static constexpr int kOffP = kOffV + kBpc * kKBlockBytes;      // [kBps][Bn / 16][32] uint4 (received)
+  static constexpr int kOffAfterV = kOffV + kBpc * kKBlockBytes;
+  static constexpr int kTailBytes = kBps * kPBlockBytes + kBpc * kBn / 8 * 4 * 32 * 4 + kBpc * 4 * 16 * 4 +
+                                    3 * kBps * 16 * 4 + 16 + 1024;
+  static constexpr bool kOwnVS = kOffAfterV + kBpc * kKBlockBytes + kTailBytes <= 227 * 1024;
+  static constexpr int kOffVS = kOwnVS ? kOffAfterV : kOffK;
+  static constexpr int kOffP = kOwnVS ? kOffAfterV + kBpc * kKBlockBytes : kOffAfterV;  // [kBps][Bn / 16][32] uint4 (received)
   static constexpr int kOffPf32 = kOffP + kBps * kPBlockBytes;     // [kBpc][Bn / 8][4][32] f32 (own)
   static constexpr int kOffWMax = kOffPf32 + kBpc * kBn / 8 * 4 * 32 * 4;  // [kBpc][4 warps][16]
   static constexpr int kOffMax = kOffWMax + kBpc * 4 * 16 * 4;     // [kBps][16] (received)
@@ -156,6 +151,7 @@ struct DecodeSpread {
   static constexpr int kOffAlpha = kOffSum + kBps * 16 * 4;        // [kBps][16]
   static constexpr int kOffBars = kOffAlpha + kBps * 16 * 4;       // max_bar, pv_bar
   static constexpr int kSmemBytes = kOffBars + 16 + 1024;          // + base alignment
+  static_assert(kSmemBytes == kOffP + kTailBytes, "kTailBytes lists the regions after P");
   static_assert(kQBytes % 1024 == 0 && kKBlockBytes % 1024 == 0, "swizzled tiles keep 1024B alignment");
   static_assert(kBps * kSliceBytes == kBpc * kKBlockBytes, "the received slices fill K's space exactly");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm90 limit");
@@ -296,6 +292,10 @@ struct DecodeSpread {
     cp_async_wait<0>();
     fence_proxy_async_smem();  // V's copies, read by the bulk copies to the other CTAs
     __syncthreads();
+    if constexpr (kOwnVS) {
+      cluster_wait();  // every CTA's barriers are initialised
+      send_v_slices(base, rank, tid, bi0);
+    }
     float sc[kBpc][kSC][4];
     {
       uint32_t qa[kQK][4];
@@ -357,9 +357,9 @@ struct DecodeSpread {
         }
       }
     }
-    fence_proxy_async_smem();  // K's reads (ldmatrix) before the other CTAs' bulk copies into K's space
+    if constexpr (!kOwnVS) fence_proxy_async_smem();  // K's reads (ldmatrix) before the bulk copies into K's space
     __syncthreads();
-    cluster_wait();  // every CTA's barriers are initialised
+    if constexpr (!kOwnVS) cluster_wait();  // every CTA's barriers are initialised
 
     // ---- the blocks' row maxima to every CTA (the four warps' values met
     // as the mma consumer meets them)
@@ -379,19 +379,10 @@ struct DecodeSpread {
 
     // ---- the chain of the row state over the walked blocks: m, ms and
     // alpha of each (Consumer::softmax_update's operations, per row)
-    mbar_wait_cluster(max_bar, 0);
-    // Every CTA has sent its maxima, so has finished S: its K space takes
-    // the V slices. Thread t < 7 kBpc: one block's slice to one other CTA.
-    if (tid < (kCluster - 1) * kBpc) {
-      const int bl = tid % kBpc, d = tid / kBpc, dst = d + (d >= rank ? 1 : 0);
-      const uint32_t src = smem_addr(base + kOffV + (bl * kPlanesAll + dst * kPlanes) * kPlaneBytes);
-      const uint32_t to = smem_addr(base + kOffVS + (bi0 + bl) * kSliceBytes);
-      asm volatile(
-          "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-              map_to_rank(to, dst)),
-          "r"(src), "n"(kSliceBytes), "r"(map_to_rank(pv_bar_a, dst))
-          : "memory");
-    }
+    mbar_wait(max_bar, 0);
+    // Every CTA has sent its maxima, so has finished S: its K space may
+    // take the V slices.
+    if constexpr (!kOwnVS) send_v_slices(base, rank, tid, bi0);
     const float k_exp = score.exp_scale;
     const int n_base = split_k0 / kBn;
     float m[2] = {-CUDART_INF_F, -CUDART_INF_F};
@@ -480,7 +471,7 @@ struct DecodeSpread {
 
     // ---- l over the walked blocks, then acc = acc alpha + P V for this
     // CTA's columns, blocks ascending, keys ascending
-    mbar_wait_cluster(pv_bar, 0);
+    mbar_wait(pv_bar, 0);
     // Every CTA's bulk copies out of this CTA have landed once every CTA
     // passed its wait: this CTA may exit after the cluster barrier below.
     cluster_arrive_relaxed();
@@ -494,6 +485,23 @@ struct DecodeSpread {
     }
     if (warp < kPvWarps) pv_and_store(p, w, base, rank, warp, lane, g, q4, m, l, valid, lo, hi);
     cluster_wait();
+  }
+
+  // The V slices of this CTA's blocks to the other CTAs: thread t < 7 kBpc
+  // sends one block's slice to one CTA (a bulk copy completing on its
+  // pv_bar).
+  __device__ static void send_v_slices(uint8_t* base, int rank, int tid, int bi0) {
+    if (tid < (kCluster - 1) * kBpc) {
+      const int bl = tid % kBpc, d = tid / kBpc, dst = d + (d >= rank ? 1 : 0);
+      const uint32_t src = smem_addr(base + kOffV + (bl * kPlanesAll + dst * kPlanes) * kPlaneBytes);
+      const uint32_t to = smem_addr(base + kOffVS + (bi0 + bl) * kSliceBytes);
+      const uint32_t bar = smem_addr(base + kOffBars + 8);  // pv_bar
+      asm volatile(
+          "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
+              map_to_rank(to, dst)),
+          "r"(src), "n"(kSliceBytes), "r"(map_to_rank(bar, dst))
+          : "memory");
+    }
   }
 
   // acc = acc alpha + P V for this warp's columns (planes 2 warp, +1 of the
