@@ -25,9 +25,10 @@ bool stride_ok(int64_t s) { return s % 8 == 0 && s > 0 && s * 2 < (int64_t(1) <<
 
 // A 4D map (dim, slot, head, page) of 16-bit elements over a K or V cache,
 // boxes of 64 columns x box_rows slots, 128-byte swizzle (the wgmma layout,
-// as the forward's maps). A contiguous cache has one page per sequence.
+// as the forward's maps), or (box_cols 8) boxes of 8 columns, unswizzled.
+// A contiguous cache has one page per sequence.
 sb_status make_cache_map(CUtensorMap* map, const sb_view& v, bool bf16, int head_dim,
-                         int64_t slots, int heads, int64_t pages, int box_rows) {
+                         int64_t slots, int heads, int64_t pages, int box_rows, int box_cols = 64) {
   auto encode = samebits::cuda::tensor_map_encode_fn();
   if (encode == nullptr) return fail(SB_CUDA_ERROR, "cuTensorMapEncodeTiled is not available");
   cuuint64_t dims[4] = {static_cast<cuuint64_t>(head_dim), static_cast<cuuint64_t>(slots),
@@ -38,11 +39,12 @@ sb_status make_cache_map(CUtensorMap* map, const sb_view& v, bool bf16, int head
   cuuint64_t strides[3] = {static_cast<cuuint64_t>(v.row_stride * 2),
                            static_cast<cuuint64_t>(v.head_stride * 2),
                            static_cast<cuuint64_t>(page_stride * 2)};
-  cuuint32_t box[4] = {64, static_cast<cuuint32_t>(box_rows), 1, 1};
+  cuuint32_t box[4] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows), 1, 1};
   cuuint32_t elem_strides[4] = {1, 1, 1, 1};
   CUresult r = encode(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
                       4, v.data, dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                      box_cols == 64 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
+                      CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     return fail(SB_CUDA_ERROR, "attention_decode_sm90: cuTensorMapEncodeTiled failed with CUresult " +
@@ -147,6 +149,9 @@ sb_status launch_waves(const sb_attention_params& p, AttentionDecodeParams& kp, 
           s != SB_OK)
         return s;
       if (sb_status s = make_cache_map(&kp.tma_v, p.v, kBf16, D, slots, p.num_heads_k, pages, kp.box_rows);
+          s != SB_OK)
+        return s;
+      if (sb_status s = make_cache_map(&kp.tma_v_planes, p.v, kBf16, D, slots, p.num_heads_k, pages, kp.box_rows, 8);
           s != SB_OK)
         return s;
     } else {

@@ -22,6 +22,9 @@ struct AttentionDecodeParams {
   // cache is a paged cache with one page of seqlen_k slots per sequence
   // (page = sequence). Only used when use_tma is set.
   CUtensorMap tma_k, tma_v;
+  // V again, boxes of 8 columns x box_rows slots, no swizzle: the column
+  // slices the spread schedule (kDecodeSpread) sends to each CTA.
+  CUtensorMap tma_v_planes;
 
   // Raw views. q, out: (batch, seqlen_q, num_heads, d); k, v: (page, slot,
   // num_heads_k, d); lse: (batch, num_heads, seqlen_q) f32. Strides in
@@ -103,10 +106,11 @@ struct AttentionDecodeParams {
 // and 5 named schedules measured on an H100 and dropped on 2026-11-21
 // (slower everywhere: docs/decode_design.md, "Variants"); they now select 0.
 //   8  (the mma consumer's tiles only) one split computed by a cluster of
-//      8 CTAs: CTA j reads K of the split's block(s) j and V's columns
-//      [j d / 8, (j + 1) d / 8); the softmax chain's values meet in
-//      distributed shared memory (attention_decode_sm90_spread.h). For
-//      grids of a few CTAs, where one SM's load path sets a split's time.
+//      8 CTAs: CTA j loads K and V of the split's block(s) j, V's columns
+//      [r d / 8, (r + 1) d / 8) straight into CTA r, which computes those
+//      columns of P V; the softmax chain's values meet in distributed
+//      shared memory (attention_decode_sm90_spread.h). For grids of a few
+//      CTAs, where one SM's load path sets a split's time.
 //   9  as 8 with clusters of 4 CTAs, two blocks each (d <= 128; d 256:
 //      as 8).
 enum DecodeVariant : int {

@@ -1,13 +1,13 @@
 // sm90 attention over a KV cache, pass 1 spread over a cluster: one split
-// of a tile of at most 16 packed rows computed by 8 CTAs (a thread-block
-// cluster) instead of one, with the forward's bits.
+// of a tile of at most 16 packed rows computed by 8 (or 4) CTAs of a
+// thread-block cluster instead of one, with the forward's bits.
 //
 // Why. Below about one wave of pass-1 CTAs (batch 1 x 1k has 8: one per KV
 // head) a split's 8 KV blocks stream through one SM, ~64 KiB a block, and
 // one SM's load path, not DRAM, sets the time (docs/decode_design.md,
 // "Where a small decode's time goes": ~60 GB/s a CTA at 1 x 1k). Here CTA
-// j of the cluster reads only its own KV block(s) of K and its 1/8 of V's
-// columns over the split, so a split's bytes come in through 8 SMs.
+// j of the cluster loads only the split's block(s) j, so a split's bytes
+// come in through 8 SMs.
 //
 // Why the bits are the mma consumer's (attention_decode_sm90_mma.h), which
 // are the forward's. The online softmax's dependent chain is over the
@@ -32,27 +32,57 @@
 // Blocks of the split that no row sees (outside [n_first, n_last]) are
 // left out of every chain, as the one-CTA walk leaves them out.
 //
-// Exchange (distributed shared memory, st.async completing on the
-// receiver's mbarrier, no cluster barrier on the critical path):
+// Exchange (distributed shared memory, completing on the receiver's
+// mbarriers; no cluster barrier on the critical path):
 //   max_bar  every CTA sends its blocks' row maxima to the 7 others
+//            (st.async)
 //   pv_bar   every CTA sends its blocks' P (bf16, as mma A fragments) and
-//            row sums to the 7 others, and each of them its columns of
-//            its blocks' V (bulk copies)
-// (its own it stores itself, ordered for its threads by __syncthreads).
-// A CTA's mbarriers receive only these stores, and each CTA waits on both
-// before its P V, so every store into a CTA has landed before it exits.
-// The barriers are initialised before any CTA sends (cluster barrier,
-// arrive relaxed after the init fence, wait just before the first send).
+//            row sums to the 7 others (st.async); and the V slices land
+//            here: the CTA owning a block loads each CTA's columns of it
+//            straight into that CTA (TMA multicast to one CTA; a block
+//            that ends past the sequence by hand, st.async)
+// (its own values a CTA stores itself, ordered for its threads by
+// __syncthreads). Each CTA waits on both barriers before its P V, so every
+// write into a CTA has landed before it exits; a last cluster barrier
+// (arrive after that wait) keeps every CTA alive until the others' writes
+// it issued have landed. The barriers are initialised before any CTA
+// writes into another (cluster barrier: arrive relaxed after the init
+// fence, wait just before the first such write).
 //
-// Loads: cp.async by all 128 threads (no TMA, no producer warp): Q (16
-// rows) and, in whole rows, K and V of the CTA's own walked blocks; keys at
-// or past the sequence's length are zero. Q and the block table are
-// requested before the sequence's length arrives.
+// Loads: K of the CTA's own walked blocks by TMA into the swizzled layout
+// (by hand, cp.async with zero fill, for the block that ends past the
+// sequence or caches TMA cannot describe), V as above, Q (16 rows) by
+// cp.async. Q and the block table are requested before the sequence's
+// length arrives.
 #pragma once
 
 #include "cuda/attention_decode_sm90_kernel.h"
 
 namespace samebits::cuda::sm90 {
+
+// Timing trace (an experiment, compiled only with SAMEBITS_SPREAD_TRACE):
+// clock64 of thread 0 at the phases of the first two CTAs of the first
+// cluster, printed by each at its end.
+#ifdef SAMEBITS_SPREAD_TRACE
+__device__ long long g_spread_trace[2][16];
+#define SB_SPREAD_TRACE(i)                                                                      \
+  do {                                                                                          \
+    if (threadIdx.x == 0 && blockIdx.x < 2 && blockIdx.y == 0 && blockIdx.z == 0)              \
+      g_spread_trace[blockIdx.x][(i)] = clock64();                                              \
+  } while (0)
+__device__ __forceinline__ void spread_trace_print() {
+  if (threadIdx.x != 0 || blockIdx.x >= 2 || blockIdx.y != 0 || blockIdx.z != 0) return;
+  const long long* t = g_spread_trace[blockIdx.x];
+  printf("spread trace cta %d: lk %lld issued %lld landed %lld s %lld maxsent %lld maxwait %lld psent %lld pvwait %lld pv %lld\n",
+         blockIdx.x, t[1] - t[0], t[2] - t[0], t[3] - t[0], t[4] - t[0], t[5] - t[0], t[6] - t[0], t[7] - t[0],
+         t[8] - t[0], t[9] - t[0]);
+}
+#else
+#define SB_SPREAD_TRACE(i) \
+  do {                     \
+  } while (0)
+__device__ __forceinline__ void spread_trace_print() {}
+#endif
 
 __device__ __forceinline__ void ldmatrix_x2_trans(uint32_t (&r)[2], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];"
@@ -130,36 +160,28 @@ struct DecodeSpread {
   static constexpr int kPBlockBytes = kBn / 16 * 32 * 16;  // P fragments of one block
   static constexpr int kOffQ = 0;
   static constexpr int kOffK = kOffQ + kQBytes;
-  // V of the CTA's own blocks, [kBpc][kPlanesAll][Bn] 16-byte units: the
-  // slice of CTA r (planes r kPlanes ..) of a block is kSliceBytes in one
-  // piece. The slices received from the other CTAs, [kBps][kPlanes][Bn],
-  // have space of their own where shared memory allows (the sends start as
-  // soon as the CTA's V has landed); else (d 256, and 4 CTAs at d 128)
-  // they overwrite K, which every CTA has finished with once the maxima
-  // are exchanged (the sends then follow that exchange).
-  static constexpr int kOffV = kOffK + kBpc * kKBlockBytes;
-  static constexpr int kOffAfterV = kOffV + kBpc * kKBlockBytes;
-  static constexpr int kTailBytes = kBps * kPBlockBytes + kBpc * kBn / 8 * 4 * 32 * 4 + kBpc * 4 * 16 * 4 +
-                                    3 * kBps * 16 * 4 + 16 + 1024;
-  static constexpr bool kOwnVS = kOffAfterV + kBpc * kKBlockBytes + kTailBytes <= 227 * 1024;
-  static constexpr int kOffVS = kOwnVS ? kOffAfterV : kOffK;
-  static constexpr int kOffP = kOwnVS ? kOffAfterV + kBpc * kKBlockBytes : kOffAfterV;  // [kBps][Bn / 16][32] uint4 (received)
+  // V: the slices of every block of the split, [kBps][kPlanes][Bn] 16-byte
+  // units (key k of plane c at unit k: the layout of a TMA box of 8
+  // columns, and ldmatrix's 8 consecutive keys are 128 contiguous bytes).
+  // The CTA owning a block loads each CTA's slice of it into that CTA
+  // (TMA multicast to one CTA), so V never passes through its owner.
+  static constexpr int kOffVS = kOffK + kBpc * kKBlockBytes;
+  static constexpr int kOffP = kOffVS + kBps * kSliceBytes;      // [kBps][Bn / 16][32] uint4 (received)
   static constexpr int kOffPf32 = kOffP + kBps * kPBlockBytes;     // [kBpc][Bn / 8][4][32] f32 (own)
   static constexpr int kOffWMax = kOffPf32 + kBpc * kBn / 8 * 4 * 32 * 4;  // [kBpc][4 warps][16]
   static constexpr int kOffMax = kOffWMax + kBpc * 4 * 16 * 4;     // [kBps][16] (received)
   static constexpr int kOffSum = kOffMax + kBps * 16 * 4;          // [kBps][16] (received)
   static constexpr int kOffAlpha = kOffSum + kBps * 16 * 4;        // [kBps][16]
-  static constexpr int kOffBars = kOffAlpha + kBps * 16 * 4;       // max_bar, pv_bar
-  static constexpr int kSmemBytes = kOffBars + 16 + 1024;          // + base alignment
-  static_assert(kSmemBytes == kOffP + kTailBytes, "kTailBytes lists the regions after P");
+  static constexpr int kOffBars = kOffAlpha + kBps * 16 * 4;       // max_bar, pv_bar, k_bar
+  static constexpr int kSmemBytes = kOffBars + 24 + 1024;          // + base alignment
   static_assert(kQBytes % 1024 == 0 && kKBlockBytes % 1024 == 0, "swizzled tiles keep 1024B alignment");
-  static_assert(kBps * kSliceBytes == kBpc * kKBlockBytes, "the received slices fill K's space exactly");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm90 limit");
   static constexpr int kCtasPerSm = 2 * (kSmemBytes + 1024) <= 228 * 1024 ? 2 : 1;
   // Bytes each CTA receives from the 7 others (its own it writes itself):
-  // their blocks' maxima, and their blocks' P and sums.
+  // their blocks' maxima, and their blocks' P and sums; pv_bar also counts
+  // the V slices (per walk, computed at the start).
   static constexpr uint32_t kMaxTx = (kCluster - 1) * kBpc * 16 * 4;
-  static constexpr uint32_t kPvTx = (kCluster - 1) * kBpc * (kPBlockBytes + 16 * 4 + kSliceBytes);
+  static constexpr uint32_t kPTx = (kCluster - 1) * kBpc * (kPBlockBytes + 16 * 4);
 
   __device__ static uint32_t swz(int rows, int row, int col) { return DecodeMmaConsumer<Cfg>::swz(rows, row, col); }
 
@@ -173,6 +195,7 @@ struct DecodeSpread {
 
   __device__ static void run(const AttentionDecodeParams& p, int split, int tile, int b, int hk, uint8_t* base) {
     const int tid = threadIdx.x;
+    SB_SPREAD_TRACE(0);
     const int warp = __shfl_sync(0xffffffffu, tid / 32, 0), lane = tid % 32, g = lane / 4, q4 = lane % 4;
     const int rank = static_cast<int>(cluster_rank());
     uint64_t* max_bar = reinterpret_cast<uint64_t*>(base + kOffBars);
@@ -205,6 +228,7 @@ struct DecodeSpread {
         cp_async_16(base + kOffQ + swz(16, r, unit * 8), src, ok);
       }
     }
+    cp_async_commit();  // Q's group (waited for with K's, or before an early exit)
     int page[kKeyGroups];
 #pragma unroll
     for (int gi = 0; gi < kKeyGroups; ++gi) {
@@ -213,62 +237,138 @@ struct DecodeSpread {
                  : key < p.seqlen_k      ? __ldg(p.block_table + b * p.block_table_batch_stride + key / p.page_size)
                                          : 0;
     }
+    // The page of TMA box q of this CTA's keys (box_rows keys each) in lane
+    // q, in every warp.
+    int box_page = b;
+    if (p.use_tma && p.block_table != nullptr) {
+      const int key = split_k0 + bi0 * kBn + lane * p.box_rows;
+      box_page = lane * p.box_rows < kKeysPerCta && key < p.seqlen_k
+                     ? __ldg(p.block_table + b * p.block_table_batch_stride + key / p.page_size)
+                     : 0;
+    }
     const DecodeWork w = decode_work_at<Cfg>(p, split, tile, b, hk);
+    SB_SPREAD_TRACE(1);
     if (w.n_last < w.n_first) {  // the whole cluster: no row of the tile sees this split
       cp_async_wait<0>();
       if (Cfg::kDirectOut && p.direct_out && rank == 0) DecodeConsumer<Cfg>::write_empty_rows(p, w);
       return;
     }
 
+    const int n_base = split_k0 / kBn;
+    auto walked = [&](int bi) { return n_base + bi >= w.n_first && n_base + bi <= w.n_last; };
+    // A walked block comes by TMA when every key is below lk (and the
+    // cache allows boxes), else by hand with zero fill.
+    auto by_tma = [&](int bi) { return p.use_tma && (n_base + bi + 1) * kBn <= w.lk; };
+    uint64_t* k_bar = pv_bar + 1;
     if (tid == 0) {
+      uint32_t k_tx = 0, v_tx = 0;
+      for (int bi = 0; bi < kBps; ++bi) {
+        if (!walked(bi)) continue;
+        const bool own = bi / kBpc == rank;
+        if (own && by_tma(bi)) k_tx += kKBlockBytes;
+        if (by_tma(bi) || !own) v_tx += kSliceBytes;  // a block of its own by hand: local stores
+      }
       mbar_init(max_bar, 1);
       mbar_init(pv_bar, 1);
+      mbar_init(k_bar, 1);
       mbar_arrive_expect_tx_only(max_bar, kMaxTx);
-      mbar_arrive_expect_tx_only(pv_bar, kPvTx);
+      mbar_arrive_expect_tx_only(pv_bar, kPTx + v_tx);
+      mbar_arrive_expect_tx_only(k_bar, k_tx);
       fence_barrier_init();
     }
-    cluster_arrive_relaxed();  // waited for just before the first send
-    auto walked = [&](int bi) { return split_k0 / kBn + bi >= w.n_first && split_k0 / kBn + bi <= w.n_last; };
+    cluster_arrive_relaxed();  // waited for before the first write into another CTA
+    const uint32_t pv_bar_a = smem_addr(pv_bar);
+    const int boxes = kBn / p.box_rows;  // TMA boxes of a block
+    auto box_slot = [&](int k0, int q) {  // slot of box q of the block at key k0
+      return p.block_table == nullptr ? k0 + q * p.box_rows : p.page_size <= kBn ? 0 : k0 % p.page_size;
+    };
 
-    // ---- K and V of this CTA's walked blocks: lane l has key l's page;
-    // each instruction copies whole 16-byte runs of a few rows (the row
-    // pointers shuffled from their lane); keys >= lk are zero. V goes to
-    // planes of 8 columns, key k of plane u at unit k ^ (u % 8): ldmatrix
-    // reads 8 consecutive keys of a plane, a copy instruction writes 2 keys
-    // of 16 planes (d 128), both without bank conflicts.
-    {
-      const Elem* kc = static_cast<const Elem*>(p.k);
-      const Elem* vc = static_cast<const Elem*>(p.v);
+    // ---- K of this CTA's walked blocks: by TMA (warp 0, box q by lane q,
+    // 64-column chunks: the swizzled layout S = Q K^T reads), else by hand
+    // (cp.async, lane l of a 32-key group has key l's page; each instruction
+    // copies whole 16-byte runs of a few rows, the row pointers shuffled
+    // from their lane; keys >= lk are zero).
+    if (warp == 0 && p.use_tma) {
+      prefetch_tensor_map(&p.tma_k);
+      prefetch_tensor_map(&p.tma_v_planes);
+    }
 #pragma unroll
-      for (int gi = 0; gi < kKeyGroups; ++gi) {
-        const int kl = (warp + 4 * gi) * 32;  // first key of the group, among the CTA's kBpc * Bn
-        const int bl = kl / kBn;
-        if (!walked(bi0 + bl)) continue;  // warp-uniform
-        const int key = split_k0 + bi0 * kBn + kl + lane;
-        unsigned long long krow = 0, vrow = 0;
-        if (key < w.lk) {
-          const int64_t slot = p.block_table == nullptr ? key : key % p.page_size;
-          krow = reinterpret_cast<unsigned long long>(kc + page[gi] * p.k_page_stride + slot * p.k_row_stride +
-                                                      hk * p.k_head_stride);
-          vrow = reinterpret_cast<unsigned long long>(vc + page[gi] * p.v_page_stride + slot * p.v_row_stride +
-                                                      hk * p.v_head_stride);
-        }
-        uint8_t* kdst = base + kOffK + bl * kKBlockBytes;
-        uint8_t* vdst = base + kOffV + bl * kKBlockBytes;
-        constexpr int kUnitsPerRow = kD / 8;
+    for (int bl = 0; bl < kBpc; ++bl) {
+      const int bi = bi0 + bl, k0 = (n_base + bi) * kBn;
+      if (!walked(bi) || !by_tma(bi) || warp != 0) continue;
+      const int pg = __shfl_sync(0xffffffffu, box_page, (bl * boxes + lane) % 32);
+      if (lane < boxes) {
+#pragma unroll
+        for (int c = 0; c < Cfg::kChunks; ++c)
+          tma_load_4d(base + kOffK + bl * kKBlockBytes + c * kBn * Cfg::kRowBytes + lane * p.box_rows * Cfg::kRowBytes,
+                      &p.tma_k, k_bar, c * Cfg::kChunk, box_slot(k0, lane), hk, pg);
+      }
+    }
+    const Elem* kc = static_cast<const Elem*>(p.k);
+    const Elem* vc = static_cast<const Elem*>(p.v);
+    auto row_of = [&](const Elem* cache, int64_t page_stride, int64_t row_stride, int64_t head_stride, int pg,
+                      int key) -> unsigned long long {
+      if (key >= w.lk) return 0ull;
+      const int64_t slot = p.block_table == nullptr ? key : key % p.page_size;
+      return reinterpret_cast<unsigned long long>(cache + pg * page_stride + slot * row_stride + hk * head_stride);
+    };
+#pragma unroll
+    for (int gi = 0; gi < kKeyGroups; ++gi) {
+      const int kl = (warp + 4 * gi) * 32;  // first key of the group, among the CTA's kBpc * Bn
+      const int bl = kl / kBn;
+      if (!walked(bi0 + bl) || by_tma(bi0 + bl)) continue;  // warp-uniform
+      const unsigned long long krow =
+          row_of(kc, p.k_page_stride, p.k_row_stride, p.k_head_stride, page[gi], split_k0 + bi0 * kBn + kl + lane);
+      constexpr int kUnitsPerRow = kD / 8;
 #pragma unroll 4
-        for (int i = 0; i < kUnitsPerRow; ++i) {
-          const int u = lane + 32 * i, r = u / kUnitsPerRow, unit = u % kUnitsPerRow;
-          const Elem* ks = reinterpret_cast<const Elem*>(__shfl_sync(0xffffffffu, krow, r));
-          const Elem* vs = reinterpret_cast<const Elem*>(__shfl_sync(0xffffffffu, vrow, r));
-          const int kb = kl % kBn + r;  // key within the block
-          cp_async_16(kdst + swz(kBn, kb, unit * 8), ks != nullptr ? ks + unit * 8 : p.k, ks != nullptr);
-          cp_async_16(vdst + (unit * kBn + (kb ^ (unit % 8))) * 16, vs != nullptr ? vs + unit * 8 : p.v,
-                      vs != nullptr);
-        }
+      for (int i = 0; i < kUnitsPerRow; ++i) {
+        const int u = lane + 32 * i, r = u / kUnitsPerRow, unit = u % kUnitsPerRow;
+        const Elem* ks = reinterpret_cast<const Elem*>(__shfl_sync(0xffffffffu, krow, r));
+        cp_async_16(base + kOffK + bl * kKBlockBytes + swz(kBn, kl % kBn + r, unit * 8),
+                    ks != nullptr ? ks + unit * 8 : p.k, ks != nullptr);
       }
     }
     cp_async_commit();
+    SB_SPREAD_TRACE(2);
+
+    // ---- V of this CTA's walked blocks, each CTA's slice into that CTA:
+    // by TMA (warp 1: boxes of 8 columns x box_rows keys, multicast to the
+    // one CTA), else by hand (each lane its key's row, 16 bytes at a time,
+    // stored into the CTA owning the columns; zero past lk).
+    cluster_wait();  // every CTA's barriers are initialised
+#pragma unroll
+    for (int bl = 0; bl < kBpc; ++bl) {
+      const int bi = bi0 + bl, k0 = (n_base + bi) * kBn;
+      if (!walked(bi) || !by_tma(bi) || warp != 1) continue;
+      const int n_box = kCluster * kPlanes * boxes;  // (destination, plane, box)
+      for (int i0 = 0; i0 < n_box; i0 += 32) {       // warp-uniform trip count
+        const int i = i0 + lane, q = i % boxes, cl = (i / boxes) % kPlanes, dst = i / (boxes * kPlanes);
+        const int pg = __shfl_sync(0xffffffffu, box_page, (bl * boxes + q) % 32);
+        if (i < n_box)
+          tma_load_4d_multicast(base + kOffVS + ((bi * kPlanes + cl) * kBn + q * p.box_rows) * 16, &p.tma_v_planes,
+                                pv_bar, (dst * kPlanes + cl) * 8, box_slot(k0, q), hk, pg,
+                                static_cast<uint16_t>(1u << dst));
+      }
+    }
+#pragma unroll
+    for (int gi = 0; gi < kKeyGroups; ++gi) {
+      const int kl = (warp + 4 * gi) * 32;
+      const int bl = kl / kBn, bi = bi0 + bl;
+      if (!walked(bi) || by_tma(bi)) continue;  // warp-uniform
+      const int key = split_k0 + bi0 * kBn + kl + lane, kb = kl % kBn + lane;
+      const Elem* vs = reinterpret_cast<const Elem*>(
+          row_of(vc, p.v_page_stride, p.v_row_stride, p.v_head_stride, page[gi], key));
+#pragma unroll 4
+      for (int u = 0; u < kPlanesAll; ++u) {
+        const uint4 v = vs != nullptr ? __ldg(reinterpret_cast<const uint4*>(vs + u * 8)) : make_uint4(0, 0, 0, 0);
+        const int dst = u / kPlanes;
+        uint4* to = reinterpret_cast<uint4*>(base + kOffVS + ((bi * kPlanes + u % kPlanes) * kBn + kb) * 16);
+        if (dst == rank)
+          *to = v;
+        else
+          st_async_v4(smem_addr(to), pv_bar_a, dst, v);
+      }
+    }
 
     // ---- this thread's rows (h = 0, 1: tile rows g and g + 8) and the keys each sees
     const Visibility vis = decode_visibility(p, w.lk);
@@ -290,12 +390,9 @@ struct DecodeSpread {
     // ---- S = Q K^T of this CTA's blocks (the mma consumer's chains), the
     // logit transform, the mask, this warp's row maxima
     cp_async_wait<0>();
-    fence_proxy_async_smem();  // V's copies, read by the bulk copies to the other CTAs
-    __syncthreads();
-    if constexpr (kOwnVS) {
-      cluster_wait();  // every CTA's barriers are initialised
-      send_v_slices(base, rank, tid, bi0);
-    }
+    mbar_wait(k_bar, 0);
+    SB_SPREAD_TRACE(3);
+    __syncthreads();  // K's hand copies of the other threads
     float sc[kBpc][kSC][4];
     {
       uint32_t qa[kQK][4];
@@ -357,13 +454,12 @@ struct DecodeSpread {
         }
       }
     }
-    if constexpr (!kOwnVS) fence_proxy_async_smem();  // K's reads (ldmatrix) before the bulk copies into K's space
+    SB_SPREAD_TRACE(4);
     __syncthreads();
-    if constexpr (!kOwnVS) cluster_wait();  // every CTA's barriers are initialised
 
     // ---- the blocks' row maxima to every CTA (the four warps' values met
     // as the mma consumer meets them)
-    const uint32_t max_bar_a = smem_addr(max_bar), pv_bar_a = smem_addr(pv_bar);
+    const uint32_t max_bar_a = smem_addr(max_bar);
     for (int idx = tid; idx < kBpc * 16 * kCluster; idx += kThreads) {
       const int dst = idx / (kBpc * 16), bl = (idx / 16) % kBpc, r = idx % 16;
       const float* m4 = wmax + bl * 64;
@@ -376,15 +472,13 @@ struct DecodeSpread {
         st_async_f32(smem_addr(to), max_bar_a, dst, mx);
     }
     __syncthreads();  // this CTA's own maxima, written by other threads
+    SB_SPREAD_TRACE(5);
 
     // ---- the chain of the row state over the walked blocks: m, ms and
     // alpha of each (Consumer::softmax_update's operations, per row)
     mbar_wait(max_bar, 0);
-    // Every CTA has sent its maxima, so has finished S: its K space may
-    // take the V slices.
-    if constexpr (!kOwnVS) send_v_slices(base, rank, tid, bi0);
+    SB_SPREAD_TRACE(6);
     const float k_exp = score.exp_scale;
-    const int n_base = split_k0 / kBn;
     float m[2] = {-CUDART_INF_F, -CUDART_INF_F};
     float ms_own[kBpc][2];
 #pragma unroll
@@ -440,6 +534,7 @@ struct DecodeSpread {
       }
     }
     __syncthreads();  // pf32 of every warp written
+    SB_SPREAD_TRACE(7);
     // Row sums of this CTA's blocks: rows g by warp 2, g + 8 by warp 3, in
     // the mma consumer's order (chunks ascending, then the pair; the xor-1
     // and xor-2 shuffles).
@@ -472,8 +567,9 @@ struct DecodeSpread {
     // ---- l over the walked blocks, then acc = acc alpha + P V for this
     // CTA's columns, blocks ascending, keys ascending
     mbar_wait(pv_bar, 0);
-    // Every CTA's bulk copies out of this CTA have landed once every CTA
-    // passed its wait: this CTA may exit after the cluster barrier below.
+    SB_SPREAD_TRACE(8);
+    // Every write this CTA issued into the others has landed once every
+    // CTA passed its wait: this CTA may exit after the cluster barrier below.
     cluster_arrive_relaxed();
     __syncthreads();  // alpha_s
     float l[2] = {0.f, 0.f};
@@ -484,24 +580,9 @@ struct DecodeSpread {
         l[h] = __fadd_rn(__fmul_rn(l[h], alpha_s[bi * 16 + 8 * h + g]), ex_sum[bi * 16 + 8 * h + g]);
     }
     if (warp < kPvWarps) pv_and_store(p, w, base, rank, warp, lane, g, q4, m, l, valid, lo, hi);
+    SB_SPREAD_TRACE(9);
+    spread_trace_print();
     cluster_wait();
-  }
-
-  // The V slices of this CTA's blocks to the other CTAs: thread t < 7 kBpc
-  // sends one block's slice to one CTA (a bulk copy completing on its
-  // pv_bar).
-  __device__ static void send_v_slices(uint8_t* base, int rank, int tid, int bi0) {
-    if (tid < (kCluster - 1) * kBpc) {
-      const int bl = tid % kBpc, d = tid / kBpc, dst = d + (d >= rank ? 1 : 0);
-      const uint32_t src = smem_addr(base + kOffV + (bl * kPlanesAll + dst * kPlanes) * kPlaneBytes);
-      const uint32_t to = smem_addr(base + kOffVS + (bi0 + bl) * kSliceBytes);
-      const uint32_t bar = smem_addr(base + kOffBars + 8);  // pv_bar
-      asm volatile(
-          "cp.async.bulk.shared::cluster.shared::cta.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(
-              map_to_rank(to, dst)),
-          "r"(src), "n"(kSliceBytes), "r"(map_to_rank(bar, dst))
-          : "memory");
-    }
   }
 
   // acc = acc alpha + P V for this warp's columns (planes 2 warp, +1 of the
@@ -521,12 +602,10 @@ struct DecodeSpread {
       for (int r = 0; r < 4; ++r) acc[oc][r] = 0.f;
     // this lane's plane (ldmatrix x4: lanes 16..31 read the pair's second)
     const int c = warp * kPvChunks + (kPvChunks == 2 ? lane / 16 : 0);
-    const int sw = (rank * kPlanes + c) % 8;  // the plane's key swizzle (global plane index)
-    const uint32_t own = smem_addr(base + kOffV) + (rank * kPlanes + c) * kPlaneBytes;
     const uint32_t recv = smem_addr(base + kOffVS) + c * kPlaneBytes;
     for (int n = w.n_first; n <= w.n_last; ++n) {
       const int bi = n - n_base;
-      const uint32_t plane = bi / kBpc == rank ? own + (bi % kBpc) * kKBlockBytes : recv + bi * kSliceBytes;
+      const uint32_t plane = recv + bi * kSliceBytes;
       if (n > w.n_first) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -543,7 +622,7 @@ struct DecodeSpread {
         const uint4 pv = ex_p[(bi * (kBn / 16) + kk) * 32 + lane];
         const uint32_t pa[4] = {pv.x, pv.y, pv.z, pv.w};
         const int key = 16 * kk + ((lane / 8) % 2) * 8 + lane % 8;
-        const uint32_t at = plane + (key ^ sw) * 16;
+        const uint32_t at = plane + key * 16;
         if constexpr (kPvChunks == 2) {
           uint32_t b[4];
           ldmatrix_x4_trans(b, at);
