@@ -25,7 +25,7 @@ bool stride_ok(int64_t s) { return s % 8 == 0 && s > 0 && s * 2 < (int64_t(1) <<
 
 // A 4D map (dim, slot, head, page) of 16-bit elements over a K or V cache,
 // boxes of 64 columns x box_rows slots, 128-byte swizzle (the wgmma layout,
-// as the forward's maps), or (box_cols 8) boxes of 8 columns, unswizzled.
+// as the forward's maps), or boxes of box_cols < 64 columns, unswizzled.
 // A contiguous cache has one page per sequence.
 sb_status make_cache_map(CUtensorMap* map, const sb_view& v, bool bf16, int head_dim,
                          int64_t slots, int heads, int64_t pages, int box_rows, int box_cols = 64) {
@@ -151,9 +151,6 @@ sb_status launch_waves(const sb_attention_params& p, AttentionDecodeParams& kp, 
       if (sb_status s = make_cache_map(&kp.tma_v, p.v, kBf16, D, slots, p.num_heads_k, pages, kp.box_rows);
           s != SB_OK)
         return s;
-      if (sb_status s = make_cache_map(&kp.tma_v_planes, p.v, kBf16, D, slots, p.num_heads_k, pages, kp.box_rows, 8);
-          s != SB_OK)
-        return s;
     } else {
       kp.use_tma = 0;
     }
@@ -175,6 +172,14 @@ sb_status launch_waves(const sb_attention_params& p, AttentionDecodeParams& kp, 
   // One split per row at most (cache capacity <= one split): pass 1 writes
   // the output itself and no combine is launched (decode_direct_out).
   kp.direct_out = kp.max_splits == 1 && decode_direct_out(variant, D, mma);
+  if (kp.use_tma && (variant == kDecodeSpread || variant == kDecodeSpread4)) {
+    const int64_t slots = paged ? p.page_size : p.seqlen_k;
+    const int64_t pages = paged ? int64_t(0x7fffffff) : p.batch;
+    const int cols = D / (variant == kDecodeSpread4 ? 4 : 8);  // the columns of one CTA
+    if (sb_status s = make_cache_map(&kp.tma_v_cols, p.v, kBf16, D, slots, p.num_heads_k, pages, kp.box_rows, cols);
+        s != SB_OK)
+      return s;
+  }
   const uintptr_t base = (reinterpret_cast<uintptr_t>(workspace) + DecodeWorkspace::kAlign - 1) /
                          DecodeWorkspace::kAlign * DecodeWorkspace::kAlign;
   for (int q0 = 0; q0 < p.seqlen_q; q0 += q_count) {

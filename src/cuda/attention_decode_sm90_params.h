@@ -22,9 +22,10 @@ struct AttentionDecodeParams {
   // cache is a paged cache with one page of seqlen_k slots per sequence
   // (page = sequence). Only used when use_tma is set.
   CUtensorMap tma_k, tma_v;
-  // V again, boxes of 8 columns x box_rows slots, no swizzle: the column
-  // slices the spread schedule (kDecodeSpread) sends to each CTA.
-  CUtensorMap tma_v_planes;
+  // V again, boxes of d / 8 (kDecodeSpread4: d / 4) columns x box_rows
+  // slots, unswizzled: the columns one CTA of the spread schedules reads.
+  // Set only for those schedules.
+  CUtensorMap tma_v_cols;
 
   // Raw views. q, out: (batch, seqlen_q, num_heads, d); k, v: (page, slot,
   // num_heads_k, d); lse: (batch, num_heads, seqlen_q) f32. Strides in

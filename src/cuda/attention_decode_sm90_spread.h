@@ -137,7 +137,6 @@ struct DecodeSpread {
   static constexpr int kBpc = kBps / kCluster;  // blocks of one CTA (1; d 256: 2)
   static constexpr int kCols = kD / kCluster;   // V / O columns of one CTA (8, 16, 32)
   static constexpr int kPlanes = kCols / 8;     // 8-column planes of one CTA's V slice (1, 2, 4)
-  static constexpr int kPlanesAll = kD / 8;     // planes of a V block
   static constexpr int kPvWarps = kPlanes >= 2 ? kPlanes / 2 : 1;  // a warp: 2 planes (d 64: 1)
   static constexpr int kPvChunks = kPlanes >= 2 ? 2 : 1;           // n8 chunks of a P V warp
   static constexpr int kSC = kBn / 32;  // S n8 chunks of a warp per block
@@ -155,16 +154,12 @@ struct DecodeSpread {
   // Shared memory (offsets from a 1024-byte aligned base).
   static constexpr int kQBytes = 16 * kD * 2;
   static constexpr int kKBlockBytes = kBn * kD * 2;
-  static constexpr int kPlaneBytes = kBn * 16;            // one 8-column plane of a V block
-  static constexpr int kSliceBytes = kPlanes * kPlaneBytes;  // one CTA's columns of a V block
+  static constexpr int kSliceBytes = kBn * kCols * 2;  // this CTA's columns of a V block
   static constexpr int kPBlockBytes = kBn / 16 * 32 * 16;  // P fragments of one block
   static constexpr int kOffQ = 0;
   static constexpr int kOffK = kOffQ + kQBytes;
-  // V: the slices of every block of the split, [kBps][kPlanes][Bn] 16-byte
-  // units (key k of plane c at unit k: the layout of a TMA box of 8
-  // columns, and ldmatrix's 8 consecutive keys are 128 contiguous bytes).
-  // The CTA owning a block loads each CTA's slice of it into that CTA
-  // (TMA multicast to one CTA), so V never passes through its owner.
+  // V: this CTA's columns of every block of the split, [kBps][Bn][kCols]
+  // (the layout of a TMA box kCols wide, unswizzled).
   static constexpr int kOffVS = kOffK + kBpc * kKBlockBytes;
   static constexpr int kOffP = kOffVS + kBps * kSliceBytes;      // [kBps][Bn / 16][32] uint4 (received)
   static constexpr int kOffPf32 = kOffP + kBps * kPBlockBytes;     // [kBpc][Bn / 8][4][32] f32 (own)
@@ -172,14 +167,14 @@ struct DecodeSpread {
   static constexpr int kOffMax = kOffWMax + kBpc * 4 * 16 * 4;     // [kBps][16] (received)
   static constexpr int kOffSum = kOffMax + kBps * 16 * 4;          // [kBps][16] (received)
   static constexpr int kOffAlpha = kOffSum + kBps * 16 * 4;        // [kBps][16]
-  static constexpr int kOffBars = kOffAlpha + kBps * 16 * 4;       // max_bar, pv_bar, k_bar
-  static constexpr int kSmemBytes = kOffBars + 24 + 1024;          // + base alignment
+  static constexpr int kOffBars = kOffAlpha + kBps * 16 * 4;       // max_bar, pv_bar, k_bar, v_bar
+  static constexpr int kSmemBytes = kOffBars + 32 + 1024;          // + base alignment
+  static constexpr int kSplitBoxRegs = Cfg::kSplit / 8 / 32;        // TMA boxes of a split (>= 8 keys each) per lane
   static_assert(kQBytes % 1024 == 0 && kKBlockBytes % 1024 == 0, "swizzled tiles keep 1024B alignment");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm90 limit");
   static constexpr int kCtasPerSm = 2 * (kSmemBytes + 1024) <= 228 * 1024 ? 2 : 1;
   // Bytes each CTA receives from the 7 others (its own it writes itself):
-  // their blocks' maxima, and their blocks' P and sums; pv_bar also counts
-  // the V slices (per walk, computed at the start).
+  // their blocks' maxima, and their blocks' P and sums.
   static constexpr uint32_t kMaxTx = (kCluster - 1) * kBpc * 16 * 4;
   static constexpr uint32_t kPTx = (kCluster - 1) * kBpc * (kPBlockBytes + 16 * 4);
 
@@ -237,15 +232,27 @@ struct DecodeSpread {
                  : key < p.seqlen_k      ? __ldg(p.block_table + b * p.block_table_batch_stride + key / p.page_size)
                                          : 0;
     }
-    // The page of TMA box q of this CTA's keys (box_rows keys each) in lane
-    // q, in every warp.
-    int box_page = b;
-    if (p.use_tma && p.block_table != nullptr) {
-      const int key = split_k0 + bi0 * kBn + lane * p.box_rows;
-      box_page = lane * p.box_rows < kKeysPerCta && key < p.seqlen_k
-                     ? __ldg(p.block_table + b * p.block_table_batch_stride + key / p.page_size)
-                     : 0;
+    // The page of TMA box j of the split (box_rows keys each) in lane
+    // j % 32 of every warp, register j / 32.
+    int box_page[kSplitBoxRegs];
+#pragma unroll
+    for (int r = 0; r < kSplitBoxRegs; ++r) {
+      const int j = lane + 32 * r, key = split_k0 + j * p.box_rows;
+      box_page[r] = b;
+      if (p.use_tma && p.block_table != nullptr)
+        box_page[r] = j * p.box_rows < Cfg::kSplit && key < p.seqlen_k
+                          ? __ldg(p.block_table + b * p.block_table_batch_stride + key / p.page_size)
+                          : 0;
     }
+    auto page_of_box = [&](int j) {  // every lane of the warp calls it (shuffles)
+      int pg = 0;
+#pragma unroll
+      for (int r = 0; r < kSplitBoxRegs; ++r) {
+        const int v = __shfl_sync(0xffffffffu, box_page[r], j % 32);
+        if (j / 32 == r) pg = v;
+      }
+      return pg;
+    };
     const DecodeWork w = decode_work_at<Cfg>(p, split, tile, b, hk);
     SB_SPREAD_TRACE(1);
     if (w.n_last < w.n_first) {  // the whole cluster: no row of the tile sees this split
@@ -260,20 +267,22 @@ struct DecodeSpread {
     // cache allows boxes), else by hand with zero fill.
     auto by_tma = [&](int bi) { return p.use_tma && (n_base + bi + 1) * kBn <= w.lk; };
     uint64_t* k_bar = pv_bar + 1;
+    uint64_t* v_bar = pv_bar + 2;
     if (tid == 0) {
       uint32_t k_tx = 0, v_tx = 0;
       for (int bi = 0; bi < kBps; ++bi) {
-        if (!walked(bi)) continue;
-        const bool own = bi / kBpc == rank;
-        if (own && by_tma(bi)) k_tx += kKBlockBytes;
-        if (by_tma(bi) || !own) v_tx += kSliceBytes;  // a block of its own by hand: local stores
+        if (!walked(bi) || !by_tma(bi)) continue;
+        if (bi / kBpc == rank) k_tx += kKBlockBytes;
+        v_tx += kSliceBytes;
       }
       mbar_init(max_bar, 1);
       mbar_init(pv_bar, 1);
       mbar_init(k_bar, 1);
+      mbar_init(v_bar, 1);
       mbar_arrive_expect_tx_only(max_bar, kMaxTx);
-      mbar_arrive_expect_tx_only(pv_bar, kPTx + v_tx);
+      mbar_arrive_expect_tx_only(pv_bar, kPTx);
       mbar_arrive_expect_tx_only(k_bar, k_tx);
+      mbar_arrive_expect_tx_only(v_bar, v_tx);
       fence_barrier_init();
     }
     cluster_arrive_relaxed();  // waited for before the first write into another CTA
@@ -290,13 +299,13 @@ struct DecodeSpread {
     // from their lane; keys >= lk are zero).
     if (warp == 0 && p.use_tma) {
       prefetch_tensor_map(&p.tma_k);
-      prefetch_tensor_map(&p.tma_v_planes);
+      prefetch_tensor_map(&p.tma_v_cols);
     }
 #pragma unroll
     for (int bl = 0; bl < kBpc; ++bl) {
       const int bi = bi0 + bl, k0 = (n_base + bi) * kBn;
       if (!walked(bi) || !by_tma(bi) || warp != 0) continue;
-      const int pg = __shfl_sync(0xffffffffu, box_page, (bl * boxes + lane) % 32);
+      const int pg = page_of_box((bi * boxes + lane) % (Cfg::kSplit / 8));
       if (lane < boxes) {
 #pragma unroll
         for (int c = 0; c < Cfg::kChunks; ++c)
@@ -331,44 +340,34 @@ struct DecodeSpread {
     cp_async_commit();
     SB_SPREAD_TRACE(2);
 
-    // ---- V of this CTA's walked blocks, each CTA's slice into that CTA:
-    // by TMA (warp 1: boxes of 8 columns x box_rows keys, multicast to the
-    // one CTA), else by hand (each lane its key's row, 16 bytes at a time,
-    // stored into the CTA owning the columns; zero past lk).
-    cluster_wait();  // every CTA's barriers are initialised
-#pragma unroll
-    for (int bl = 0; bl < kBpc; ++bl) {
-      const int bi = bi0 + bl, k0 = (n_base + bi) * kBn;
-      if (!walked(bi) || !by_tma(bi) || warp != 1) continue;
-      const int n_box = kCluster * kPlanes * boxes;  // (destination, plane, box)
-      for (int i0 = 0; i0 < n_box; i0 += 32) {       // warp-uniform trip count
-        const int i = i0 + lane, q = i % boxes, cl = (i / boxes) % kPlanes, dst = i / (boxes * kPlanes);
-        const int pg = __shfl_sync(0xffffffffu, box_page, (bl * boxes + q) % 32);
-        if (i < n_box)
-          tma_load_4d_multicast(base + kOffVS + ((bi * kPlanes + cl) * kBn + q * p.box_rows) * 16, &p.tma_v_planes,
-                                pv_bar, (dst * kPlanes + cl) * 8, box_slot(k0, q), hk, pg,
-                                static_cast<uint16_t>(1u << dst));
+    // ---- this CTA's columns of V over the split's walked blocks: by TMA
+    // (warp 1, box j of the split by lane j % 32: kCols columns x box_rows
+    // keys), the block that ends past the sequence by hand (cp.async, zero
+    // past lk).
+    if (warp == 1) {
+      const int j_lo = (w.n_first - n_base) * boxes, j_hi = (w.n_last - n_base + 1) * boxes;
+      for (int j0 = j_lo; j0 < j_hi; j0 += 32) {  // warp-uniform trip count
+        const int j = j0 + lane, bi = j / boxes;
+        const int pg = page_of_box(j % (Cfg::kSplit / 8));
+        if (j < j_hi && by_tma(bi))
+          tma_load_4d(base + kOffVS + j * p.box_rows * kCols * 2, &p.tma_v_cols, v_bar, rank * kCols,
+                      box_slot((n_base + bi) * kBn, j % boxes), hk, pg);
       }
     }
-#pragma unroll
-    for (int gi = 0; gi < kKeyGroups; ++gi) {
-      const int kl = (warp + 4 * gi) * 32;
-      const int bl = kl / kBn, bi = bi0 + bl;
-      if (!walked(bi) || by_tma(bi)) continue;  // warp-uniform
-      const int key = split_k0 + bi0 * kBn + kl + lane, kb = kl % kBn + lane;
-      const Elem* vs = reinterpret_cast<const Elem*>(
-          row_of(vc, p.v_page_stride, p.v_row_stride, p.v_head_stride, page[gi], key));
-#pragma unroll 4
-      for (int u = 0; u < kPlanesAll; ++u) {
-        const uint4 v = vs != nullptr ? __ldg(reinterpret_cast<const uint4*>(vs + u * 8)) : make_uint4(0, 0, 0, 0);
-        const int dst = u / kPlanes;
-        uint4* to = reinterpret_cast<uint4*>(base + kOffVS + ((bi * kPlanes + u % kPlanes) * kBn + kb) * 16);
-        if (dst == rank)
-          *to = v;
-        else
-          st_async_v4(smem_addr(to), pv_bar_a, dst, v);
+    for (int n = w.n_first; n <= w.n_last; ++n) {  // with TMA only the last block can end past lk
+      const int bi = n - n_base, k0 = n * kBn;
+      if (by_tma(bi)) continue;  // CTA-uniform
+      for (int u = tid; u < kBn * kPlanes; u += kThreads) {
+        const int kb = u / kPlanes, c = u % kPlanes, key = k0 + kb;
+        int pg = b;
+        if (p.block_table != nullptr && key < w.lk) pg = __ldg(p.block_table + b * p.block_table_batch_stride + key / p.page_size);
+        const Elem* src = reinterpret_cast<const Elem*>(row_of(vc, p.v_page_stride, p.v_row_stride, p.v_head_stride, pg, key));
+        cp_async_16(base + kOffVS + ((bi * kBn + kb) * kCols + c * 8) * 2,
+                    src != nullptr ? src + rank * kCols + c * 8 : p.v, src != nullptr);
       }
     }
+    cp_async_commit();
+    cluster_wait();  // every CTA's barriers are initialised: from here on, writes into the others
 
     // ---- this thread's rows (h = 0, 1: tile rows g and g + 8) and the keys each sees
     const Visibility vis = decode_visibility(p, w.lk);
@@ -567,6 +566,7 @@ struct DecodeSpread {
     // ---- l over the walked blocks, then acc = acc alpha + P V for this
     // CTA's columns, blocks ascending, keys ascending
     mbar_wait(pv_bar, 0);
+    mbar_wait(v_bar, 0);  // (V's hand copies: waited for before S)
     SB_SPREAD_TRACE(8);
     // Every write this CTA issued into the others has landed once every
     // CTA passed its wait: this CTA may exit after the cluster barrier below.
@@ -602,10 +602,10 @@ struct DecodeSpread {
       for (int r = 0; r < 4; ++r) acc[oc][r] = 0.f;
     // this lane's plane (ldmatrix x4: lanes 16..31 read the pair's second)
     const int c = warp * kPvChunks + (kPvChunks == 2 ? lane / 16 : 0);
-    const uint32_t recv = smem_addr(base + kOffVS) + c * kPlaneBytes;
+    const uint32_t v_base = smem_addr(base + kOffVS) + c * 16;
     for (int n = w.n_first; n <= w.n_last; ++n) {
       const int bi = n - n_base;
-      const uint32_t plane = recv + bi * kSliceBytes;
+      const uint32_t plane = v_base + bi * kSliceBytes;
       if (n > w.n_first) {
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
@@ -622,7 +622,7 @@ struct DecodeSpread {
         const uint4 pv = ex_p[(bi * (kBn / 16) + kk) * 32 + lane];
         const uint32_t pa[4] = {pv.x, pv.y, pv.z, pv.w};
         const int key = 16 * kk + ((lane / 8) % 2) * 8 + lane % 8;
-        const uint32_t at = plane + key * 16;
+        const uint32_t at = plane + key * kCols * 2;
         if constexpr (kPvChunks == 2) {
           uint32_t b[4];
           ldmatrix_x4_trans(b, at);
