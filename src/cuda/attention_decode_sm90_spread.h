@@ -70,6 +70,24 @@ __device__ long long g_spread_trace[2][16];
     if (threadIdx.x == 0 && blockIdx.x < 2 && blockIdx.y == 0 && blockIdx.z == 0)              \
       g_spread_trace[blockIdx.x][(i)] = clock64();                                              \
   } while (0)
+// A wait that gives up after ~2^31 cycles and says which barrier it was.
+__device__ __forceinline__ void spread_wait(uint64_t* bar, uint32_t parity, int id) {
+  const long long t0 = clock64();
+  uint32_t done = 0;
+  while (!done) {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+        : "=r"(done)
+        : "r"(smem_addr(bar)), "r"(parity)
+        : "memory");
+    if (!done && clock64() - t0 > (1ll << 31)) {
+      if (threadIdx.x % 32 == 0)
+        printf("spread wait %d stuck: block (%d %d %d) thread %d\n", id, blockIdx.x, blockIdx.y, blockIdx.z,
+               threadIdx.x);
+      return;
+    }
+  }
+}
 __device__ __forceinline__ void spread_trace_print() {
   if (threadIdx.x != 0 || blockIdx.x >= 2 || blockIdx.y != 0 || blockIdx.z != 0) return;
   const long long* t = g_spread_trace[blockIdx.x];
@@ -82,6 +100,7 @@ __device__ __forceinline__ void spread_trace_print() {
   do {                     \
   } while (0)
 __device__ __forceinline__ void spread_trace_print() {}
+__device__ __forceinline__ void spread_wait(uint64_t* bar, uint32_t parity, int) { mbar_wait(bar, parity); }
 #endif
 
 __device__ __forceinline__ void ldmatrix_x2_trans(uint32_t (&r)[2], uint32_t addr) {
@@ -285,6 +304,7 @@ struct DecodeSpread {
       mbar_arrive_expect_tx_only(v_bar, v_tx);
       fence_barrier_init();
     }
+    __syncthreads();  // the barriers before any TMA of this CTA completes on them (warps 0 and 1 issue)
     cluster_arrive_relaxed();  // waited for before the first write into another CTA
     const uint32_t pv_bar_a = smem_addr(pv_bar);
     const int boxes = kBn / p.box_rows;  // TMA boxes of a block
@@ -389,7 +409,7 @@ struct DecodeSpread {
     // ---- S = Q K^T of this CTA's blocks (the mma consumer's chains), the
     // logit transform, the mask, this warp's row maxima
     cp_async_wait<0>();
-    mbar_wait(k_bar, 0);
+    spread_wait(k_bar, 0, 1);
     SB_SPREAD_TRACE(3);
     __syncthreads();  // K's hand copies of the other threads
     float sc[kBpc][kSC][4];
@@ -475,7 +495,7 @@ struct DecodeSpread {
 
     // ---- the chain of the row state over the walked blocks: m, ms and
     // alpha of each (Consumer::softmax_update's operations, per row)
-    mbar_wait(max_bar, 0);
+    spread_wait(max_bar, 0, 2);
     SB_SPREAD_TRACE(6);
     const float k_exp = score.exp_scale;
     float m[2] = {-CUDART_INF_F, -CUDART_INF_F};
@@ -565,8 +585,8 @@ struct DecodeSpread {
 
     // ---- l over the walked blocks, then acc = acc alpha + P V for this
     // CTA's columns, blocks ascending, keys ascending
-    mbar_wait(pv_bar, 0);
-    mbar_wait(v_bar, 0);  // (V's hand copies: waited for before S)
+    spread_wait(pv_bar, 0, 3);
+    spread_wait(v_bar, 0, 4);  // (V's hand copies: waited for before S)
     SB_SPREAD_TRACE(8);
     // Every write this CTA issued into the others has landed once every
     // CTA passed its wait: this CTA may exit after the cluster barrier below.
