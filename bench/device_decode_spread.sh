@@ -40,9 +40,9 @@ if [ "$STAGE" != bench ]; then
   sum+=("decode v8 racecheck --small rc=$? $(grep 'RACECHECK SUMMARY' "$OUT/decode_race.log")")
 fi
 if [ "$STAGE" != check ]; then
-  timeout 120 "$T" --bench --graph --variants 0,4,8,auto --max-tokens ${BENCH_MAX_TOKENS:-1048576} > "$OUT/bench_c.md" 2>&1
+  timeout 120 "$T" --bench --graph --variants 0,4,8,9,auto --max-tokens ${BENCH_MAX_TOKENS:-1048576} > "$OUT/bench_c.md" 2>&1
   sum+=("C bench rc=$?")
-  SH=1x1024,1x4096,1x16384,1x32768,4x1024,4x4096,16x1024,16x4096
+  SH=1x1024,2x1024,1x2048,1x4096,4x1024,1x16384,16x1024
   for r in 1 2; do
     "${PYENV[@]}" timeout 100 python3 bench/bench_decode.py --graph --reps 15 --no-flex --shapes $SH --out "$OUT/auto_r$r" > "$OUT/peers_auto_r$r.log" 2>&1
     sum+=("bench_decode auto r$r rc=$?")

@@ -104,8 +104,12 @@ int decode_variant(const sb_attention_params& p, int tiles_per_seq, int splits, 
   // the fastest from 256 CTAs up, 0 at 128 and below; the overlap of
   // S = Q K^T with P V (3, 5) was slower than 0 at every shape. A grid of
   // at most kSpreadMaxCtas CTAs with the mma consumer's tiles spreads each
-  // split over a cluster of 8 (decode_design.md, "One split on 8 SMs").
-  constexpr int64_t kSpreadMaxCtas = 64;
+  // split over a cluster of 8 (decode_design.md, "One split on 8 SMs"):
+  // on an H100, batch 1 x 1k (8 CTAs) 17.4 -> 11.9 us, while at 32 CTAs
+  // (1 x 4k, 4 x 1k) the 256 CTAs of the clusters need two waves (at most
+  // 30 clusters of 8 are resident) and it is slower than 0 (24-25 us
+  // against 19-22).
+  constexpr int64_t kSpreadMaxCtas = 16;
   const int64_t ctas = static_cast<int64_t>(p.batch) * p.num_heads_k * tiles_per_seq * splits;
   const int rule = mma && ctas <= kSpreadMaxCtas ? kDecodeSpread
                    : ctas >= 160                ? kDecodeTwoPerSmHeadMajor
