@@ -5,7 +5,7 @@
 # --small with 8 forced; the kernel-only C bench under CUDA graphs, schedules
 # 0, 4, 8 and auto side by side (their out / lse compared bitwise at every
 # shape); decode beside cuDNN / flash SDPA (bench_decode.py --graph) at the
-# small shapes, the default rule against 0 forced. Carried folder CARRY
+# small shapes, the default rule against 0 forced. Also --quick with 9. Carried folder CARRY
 # holds libsamebits.so.xz and test_attention_decode_sm90. STAGE=check runs
 # the checks only, STAGE=bench the benches only (default: both).
 set -uo pipefail
@@ -30,6 +30,8 @@ if [ "$STAGE" != bench ]; then
   SAMEBITS_DECODE_VARIANT=8 timeout 60 "$T" --quick > "$OUT/decode_v8_quick.log" 2>&1
   sum+=("decode v8 --quick rc=$? $(count "$OUT/decode_v8_quick.log")")
   grep '^\[FAIL\]' "$OUT/decode_v8_quick.log" | head -5
+  SAMEBITS_DECODE_VARIANT=9 timeout 60 "$T" --quick > "$OUT/decode_v9_quick.log" 2>&1
+  sum+=("decode v9 --quick rc=$? $(count "$OUT/decode_v9_quick.log")")
   SAMEBITS_DECODE_VARIANT=8 timeout 100 "$T" > "$OUT/decode_v8.log" 2>&1
   sum+=("decode v8 full rc=$? $(count "$OUT/decode_v8.log")")
   timeout 100 "$T" > "$OUT/decode_default.log" 2>&1
