@@ -168,7 +168,6 @@ struct DecodeSpread {
                 "whole 32-key groups, every warp the same number");
   static_assert(kCluster % 2 == 0 && kCluster <= 8, "a portable cluster; the row sums go out from two lanes");
   static_assert(kSC % 2 == 0, "S fragments are loaded two n8 chunks at a time");
-  static_assert(Cfg::kSplit % 32 == 0, "V keys go in groups of 32");
 
   // Shared memory (offsets from a 1024-byte aligned base).
   static constexpr int kQBytes = 16 * kD * 2;
@@ -192,20 +191,13 @@ struct DecodeSpread {
   static_assert(kQBytes % 1024 == 0 && kKBlockBytes % 1024 == 0, "swizzled tiles keep 1024B alignment");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm90 limit");
   static constexpr int kCtasPerSm = 2 * (kSmemBytes + 1024) <= 228 * 1024 ? 2 : 1;
-  // Bytes each CTA receives from the 7 others (its own it writes itself):
+  // Bytes each CTA receives from the kCluster - 1 others (its own values
+  // it writes itself):
   // their blocks' maxima, and their blocks' P and sums.
   static constexpr uint32_t kMaxTx = (kCluster - 1) * kBpc * 16 * 4;
   static constexpr uint32_t kPTx = (kCluster - 1) * kBpc * (kPBlockBytes + 16 * 4);
 
   __device__ static uint32_t swz(int rows, int row, int col) { return DecodeMmaConsumer<Cfg>::swz(rows, row, col); }
-
-  // Cache row of logical key `key` of the walk's sequence, head hk.
-  __device__ static const Elem* key_row(const AttentionDecodeParams& p, const Elem* cache, int64_t page_stride,
-                                        int64_t row_stride, int64_t head_stride, int b, int hk, int key) {
-    int page, slot;
-    DecodeProducer<Cfg>::locate(p, b, key, page, slot);
-    return cache + page * page_stride + static_cast<int64_t>(slot) * row_stride + hk * head_stride;
-  }
 
   __device__ static void run(const AttentionDecodeParams& p, int split, int tile, int b, int hk, uint8_t* base) {
     const int tid = threadIdx.x;
