@@ -71,7 +71,10 @@ typedef struct sb_view {
  * seqused_k[b] keys only. When block_table is set, k and v are a paged cache
  * (num_pages, page_size, num_heads_k, head_dim) and logical key j of
  * sequence b lives in page block_table[b * block_table_batch_stride +
- * j / page_size], slot j % page_size.
+ * j / page_size], slot j % page_size. seqlen_k is then the cache capacity
+ * in keys: every sequence's row of block_table holds ceil(seqlen_k /
+ * page_size) readable entries (those past its seqused_k may hold anything;
+ * the CUDA decode path reads them early but never uses them).
  *
  * Masking. Query row i of a sequence with Lq queries and Lk keys sits at key
  * position i + (Lk - Lq) (bottom-right alignment) and sees key j iff

@@ -25,9 +25,10 @@ bool stride_ok(int64_t s) { return s % 8 == 0 && s > 0 && s * 2 < (int64_t(1) <<
 
 // A 4D map (dim, slot, head, page) of 16-bit elements over a K or V cache,
 // boxes of 64 columns x box_rows slots, 128-byte swizzle (the wgmma layout,
-// as the forward's maps). A contiguous cache has one page per sequence.
+// as the forward's maps), or boxes of box_cols < 64 columns, unswizzled.
+// A contiguous cache has one page per sequence.
 sb_status make_cache_map(CUtensorMap* map, const sb_view& v, bool bf16, int head_dim,
-                         int64_t slots, int heads, int64_t pages, int box_rows) {
+                         int64_t slots, int heads, int64_t pages, int box_rows, int box_cols = 64) {
   auto encode = samebits::cuda::tensor_map_encode_fn();
   if (encode == nullptr) return fail(SB_CUDA_ERROR, "cuTensorMapEncodeTiled is not available");
   cuuint64_t dims[4] = {static_cast<cuuint64_t>(head_dim), static_cast<cuuint64_t>(slots),
@@ -38,11 +39,12 @@ sb_status make_cache_map(CUtensorMap* map, const sb_view& v, bool bf16, int head
   cuuint64_t strides[3] = {static_cast<cuuint64_t>(v.row_stride * 2),
                            static_cast<cuuint64_t>(v.head_stride * 2),
                            static_cast<cuuint64_t>(page_stride * 2)};
-  cuuint32_t box[4] = {64, static_cast<cuuint32_t>(box_rows), 1, 1};
+  cuuint32_t box[4] = {static_cast<cuuint32_t>(box_cols), static_cast<cuuint32_t>(box_rows), 1, 1};
   cuuint32_t elem_strides[4] = {1, 1, 1, 1};
   CUresult r = encode(map, bf16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16,
                       4, v.data, dims, strides, box, elem_strides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                      CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                      box_cols == 64 ? CU_TENSOR_MAP_SWIZZLE_128B : CU_TENSOR_MAP_SWIZZLE_NONE,
+                      CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   if (r != CUDA_SUCCESS)
     return fail(SB_CUDA_ERROR, "attention_decode_sm90: cuTensorMapEncodeTiled failed with CUresult " +
@@ -86,25 +88,39 @@ sb_status check(const sb_attention_params& p) {
 
 // The schedule of pass 1 (DecodeVariant, all FREE: they compute the same
 // bits). Unset or "auto": the shape rule below; SAMEBITS_DECODE_VARIANT =
-// 0 or 4 forces one (any other number selects 0). Read on every call, so
-// a process may switch between calls (a captured graph keeps the one it
+// 0, 4, 8 or 9 forces one (8 and 9 only where the mma consumer runs, else
+// the rule picks between 0 and 4; 9 at d 256 is 8; any other number
+// selects 0). Read on every call,
+// so a process may switch between calls (a captured graph keeps the one it
 // captured).
-int decode_variant(const sb_attention_params& p, int tiles_per_seq, int splits) {
+int decode_variant(const sb_attention_params& p, int tiles_per_seq, int splits, bool mma) {
+  // Shape rule, a pure function of (batch, num_heads_k, query rows, head
+  // group, cache capacity): CTAs of pass 1 at most. A grid of more than
+  // about one H100 wave (132 SMs) runs two CTAs per SM, KV head fastest,
+  // so that one CTA's start and end overlap the other's stream and the
+  // heads that read the same pages start together; a smaller one keeps
+  // main's deep ring, whose bytes in flight per CTA are what a few CTAs
+  // need. Measured on an H100 (docs/decode_design.md, "Variants"): 4 is
+  // the fastest from 256 CTAs up, 0 at 128 and below; the overlap of
+  // S = Q K^T with P V (3, 5) was slower than 0 at every shape. A grid of
+  // at most kSpreadMaxCtas CTAs with the mma consumer's tiles spreads each
+  // split over a cluster of 8 (decode_design.md, "One split on 8 SMs"):
+  // on an H100, batch 1 x 1k (8 CTAs) 17.4 -> 11.9 us, while at 32 CTAs
+  // (1 x 4k, 4 x 1k) the 256 CTAs of the clusters need two waves (at most
+  // 30 clusters of 8 are resident) and it is slower than 0 (24-25 us
+  // against 19-22).
+  constexpr int64_t kSpreadMaxCtas = 16;
+  const int64_t ctas = static_cast<int64_t>(p.batch) * p.num_heads_k * tiles_per_seq * splits;
+  const int rule = mma && ctas <= kSpreadMaxCtas ? kDecodeSpread
+                   : ctas >= 160                ? kDecodeTwoPerSmHeadMajor
+                                                : kDecodeMain;
   const char* env = std::getenv("SAMEBITS_DECODE_VARIANT");
-  if (env == nullptr || env[0] == '\0' || std::strcmp(env, "auto") == 0) {
-    // Shape rule, a pure function of (batch, num_heads_k, query rows, head
-    // group, cache capacity): CTAs of pass 1 at most. A grid of more than
-    // about one H100 wave (132 SMs) runs two CTAs per SM, KV head fastest,
-    // so that one CTA's start and end overlap the other's stream and the
-    // heads that read the same pages start together; a smaller one keeps
-    // main's deep ring, whose bytes in flight per CTA are what a few CTAs
-    // need. Measured on an H100 (docs/decode_design.md, "Variants"): 4 is
-    // the fastest from 256 CTAs up, 0 at 128 and below; the overlap of
-    // S = Q K^T with P V (3, 5) was slower than 0 at every shape.
-    const int64_t ctas = static_cast<int64_t>(p.batch) * p.num_heads_k * tiles_per_seq * splits;
-    return ctas >= 160 ? kDecodeTwoPerSmHeadMajor : kDecodeMain;
-  }
-  return std::atoi(env) == kDecodeTwoPerSmHeadMajor ? kDecodeTwoPerSmHeadMajor : kDecodeMain;
+  if (env == nullptr || env[0] == '\0' || std::strcmp(env, "auto") == 0) return rule;
+  const int v = std::atoi(env);
+  if (v == kDecodeSpread || v == kDecodeSpread4)
+    return mma ? (v == kDecodeSpread4 && p.head_dim <= 128 ? kDecodeSpread4 : kDecodeSpread)
+               : ctas >= 160 ? kDecodeTwoPerSmHeadMajor : kDecodeMain;
+  return v == kDecodeTwoPerSmHeadMajor ? kDecodeTwoPerSmHeadMajor : kDecodeMain;
 }
 
 // The consumer of pass 1 (FREE: both compute the forward's bits). A wave
@@ -154,12 +170,20 @@ sb_status launch_waves(const sb_attention_params& p, AttentionDecodeParams& kp, 
   while (q_count > 1 &&
          DecodeWorkspace::bytes(p.batch, p.num_heads, q_count, kp.max_splits, D) > bytes)
     q_count = std::max(1, q_count / 2);
+  const bool mma = decode_mma(q_count, kp.head_group);  // every wave has <= q_count rows
   const int variant = decode_variant(p, (q_count * kp.head_group + Cfg::kBlockM - 1) / Cfg::kBlockM,
-                                     kp.max_splits);
+                                     kp.max_splits, mma);
   // One split per row at most (cache capacity <= one split): pass 1 writes
   // the output itself and no combine is launched (decode_direct_out).
-  const bool mma = decode_mma(q_count, kp.head_group);  // every wave has <= q_count rows
   kp.direct_out = kp.max_splits == 1 && decode_direct_out(variant, D, mma);
+  if (kp.use_tma && (variant == kDecodeSpread || variant == kDecodeSpread4)) {
+    const int64_t slots = paged ? p.page_size : p.seqlen_k;
+    const int64_t pages = paged ? int64_t(0x7fffffff) : p.batch;
+    const int cols = D / (variant == kDecodeSpread4 ? 4 : 8);  // the columns of one CTA
+    if (sb_status s = make_cache_map(&kp.tma_v_cols, p.v, kBf16, D, slots, p.num_heads_k, pages, kp.box_rows, cols);
+        s != SB_OK)
+      return s;
+  }
   const uintptr_t base = (reinterpret_cast<uintptr_t>(workspace) + DecodeWorkspace::kAlign - 1) /
                          DecodeWorkspace::kAlign * DecodeWorkspace::kAlign;
   for (int q0 = 0; q0 < p.seqlen_q; q0 += q_count) {

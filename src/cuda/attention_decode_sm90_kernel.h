@@ -116,20 +116,15 @@ struct DecodeWork {
   int n_first, n_last;   // KV blocks of the split that any row sees (empty: n_last < n_first)
 };
 
+// The work of split `split` of packed tile `tile` of sequence b, KV head hk.
 template <class Cfg>
-__device__ __forceinline__ DecodeWork decode_work(const AttentionDecodeParams& p) {
+__device__ __forceinline__ DecodeWork decode_work_at(const AttentionDecodeParams& p, int split, int tile, int b,
+                                                     int hk) {
   DecodeWork w;
-  if constexpr (Cfg::kHeadMajor) {  // grid (max_splits * Hk, tiles, batch)
-    w.split = blockIdx.x / p.num_heads_k;
-    w.hk = blockIdx.x % p.num_heads_k;
-    w.tile = blockIdx.y;
-    w.b = blockIdx.z;
-  } else {  // grid (max_splits, tiles, batch * Hk)
-    w.split = blockIdx.x;
-    w.tile = blockIdx.y;
-    w.b = blockIdx.z / p.num_heads_k;
-    w.hk = blockIdx.z % p.num_heads_k;
-  }
+  w.split = split;
+  w.tile = tile;
+  w.b = b;
+  w.hk = hk;
   w.lk = decode_keys(p, w.b);
   w.r_begin = w.tile * Cfg::kBlockM;
   w.r_end = min(w.r_begin + Cfg::kBlockM, p.q_count * p.head_group);
@@ -147,6 +142,14 @@ __device__ __forceinline__ DecodeWork decode_work(const AttentionDecodeParams& p
     w.n_last = hi / Cfg::kBlockN;
   }
   return w;
+}
+
+template <class Cfg>
+__device__ __forceinline__ DecodeWork decode_work(const AttentionDecodeParams& p) {
+  if constexpr (Cfg::kHeadMajor)  // grid (max_splits * Hk, tiles, batch)
+    return decode_work_at<Cfg>(p, blockIdx.x / p.num_heads_k, blockIdx.y, blockIdx.z, blockIdx.x % p.num_heads_k);
+  else  // grid (max_splits, tiles, batch * Hk)
+    return decode_work_at<Cfg>(p, blockIdx.x, blockIdx.y, blockIdx.z / p.num_heads_k, blockIdx.z % p.num_heads_k);
 }
 
 template <class Cfg>

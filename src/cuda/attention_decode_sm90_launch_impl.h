@@ -10,6 +10,7 @@
 #include "cuda/attention_decode_sm90_combine.h"
 #include "cuda/attention_decode_sm90_kernel.h"
 #include "cuda/attention_decode_sm90_launch.h"
+#include "cuda/attention_decode_sm90_spread.h"
 #include "cuda/kernel_attributes.h"
 
 namespace samebits::cuda::sm90 {
@@ -39,6 +40,37 @@ sb_status launch_split(const AttentionDecodeParams& params, cudaStream_t stream)
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess)
     return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: split kernel launch: ") +
+                                   cudaGetErrorString(err));
+  return SB_OK;
+}
+
+// Pass 1 as clusters of kCluster CTAs (kDecodeSpread: 8, kDecodeSpread4:
+// 4; Cfg: the mma consumer's configuration). Grid (max_splits * kCluster,
+// tiles, batch * Hk).
+template <class Cfg, int kCluster>
+sb_status launch_spread(const AttentionDecodeParams& params, cudaStream_t stream) {
+  using Spread = DecodeSpread<Cfg, kCluster>;
+  constexpr auto kernel = attention_decode_spread_sm90_kernel<Cfg, kCluster>;
+  if (cudaError_t err = opt_in_shared_memory<kernel>(Spread::kSmemBytes, Spread::kCtasPerSm > 1);
+      err != cudaSuccess)
+    return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: cudaFuncSetAttribute: ") +
+                                   cudaGetErrorString(err));
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(params.max_splits * Spread::kCluster),
+                     static_cast<unsigned>(params.tiles_per_seq),
+                     static_cast<unsigned>(params.batch * params.num_heads_k));
+  cfg.blockDim = dim3(Spread::kThreads);
+  cfg.dynamicSmemBytes = Spread::kSmemBytes;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = Spread::kCluster;
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  if (cudaError_t err = cudaLaunchKernelEx(&cfg, kernel, params); err != cudaSuccess)
+    return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: spread kernel launch: ") +
                                    cudaGetErrorString(err));
   return SB_OK;
 }
@@ -94,7 +126,11 @@ sb_status launch_attention_decode(const AttentionDecodeParams& params, int varia
   constexpr int D = Cfg::kHeadDim;
   constexpr bool kBf16 = Cfg::kBf16;
   sb_status st;
-  if (variant == kDecodeTwoPerSmHeadMajor)
+  if (variant == kDecodeSpread && mma)
+    st = launch_spread<DecodeConfig<D, kBf16, kDecodeMain, true>, 8>(params, stream);
+  else if (variant == kDecodeSpread4 && mma && D <= 128)
+    st = launch_spread<DecodeConfig<D, kBf16, kDecodeMain, true>, D <= 128 ? 4 : 8>(params, stream);
+  else if (variant == kDecodeTwoPerSmHeadMajor)
     st = mma ? launch_split<DecodeConfig<D, kBf16, kDecodeTwoPerSmHeadMajor, true>>(params, stream)
              : launch_split<DecodeConfig<D, kBf16, kDecodeTwoPerSmHeadMajor>>(params, stream);
   else

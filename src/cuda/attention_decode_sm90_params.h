@@ -22,6 +22,10 @@ struct AttentionDecodeParams {
   // cache is a paged cache with one page of seqlen_k slots per sequence
   // (page = sequence). Only used when use_tma is set.
   CUtensorMap tma_k, tma_v;
+  // V again, boxes of d / 8 (kDecodeSpread4: d / 4) columns x box_rows
+  // slots, unswizzled: the columns one CTA of the spread schedules reads.
+  // Set only for those schedules.
+  CUtensorMap tma_v_cols;
 
   // Raw views. q, out: (batch, seqlen_q, num_heads, d); k, v: (page, slot,
   // num_heads_k, d); lse: (batch, num_heads, seqlen_q) f32. Strides in
@@ -102,9 +106,19 @@ struct AttentionDecodeParams {
 // pass 1 (direct_out, no combine; decode_direct_out). The numbers 1, 2, 3
 // and 5 named schedules measured on an H100 and dropped on 2026-11-21
 // (slower everywhere: docs/decode_design.md, "Variants"); they now select 0.
+//   8  (the mma consumer's tiles only) one split computed by a cluster of
+//      8 CTAs: CTA j loads K and V of the split's block(s) j, V's columns
+//      [r d / 8, (r + 1) d / 8) straight into CTA r, which computes those
+//      columns of P V; the softmax chain's values meet in distributed
+//      shared memory (attention_decode_sm90_spread.h). For grids of a few
+//      CTAs, where one SM's load path sets a split's time.
+//   9  as 8 with clusters of 4 CTAs, two blocks each (d <= 128; d 256:
+//      as 8).
 enum DecodeVariant : int {
   kDecodeMain = 0,
   kDecodeTwoPerSmHeadMajor = 4,
+  kDecodeSpread = 8,
+  kDecodeSpread4 = 9,
 };
 
 // FREE. Whether a schedule writes the rows of a one-split cache from pass 1

@@ -106,6 +106,35 @@ def test_decode_caller_workspace():
     assert torch.equal(captured[0, 0], prefill[0, t])
 
 
+@pytest.mark.parametrize("variant", ["0", "4", "8", "9"])
+def test_decode_schedules_equal_forward_row(monkeypatch, variant):
+    # every pass-1 schedule (8 and 9: one split on a cluster of CTAs) gives
+    # the forward's row, with one split (pass 1 writes the output) and with
+    # three (the combine), from a scattered paged cache whose unused slots
+    # are NaN; a one-bit change of a visible cached key changes the output
+    monkeypatch.setenv("SAMEBITS_DECODE_VARIANT", variant)
+    page = 64
+    for L, t in ((700, 613), (2600, 2399)):
+        q, k, v = _qkv(1, L, 8, 1, 128, seed=L)
+        prefill = _call(samebits.attention, q, k, v, causal=True)
+        pages = torch.randperm(L // page + 8, device="cuda", dtype=torch.int32)
+        table = pages[: (L + page - 1) // page].view(1, -1).contiguous()
+        kc = torch.full((pages.numel(), page, 1, 128), float("nan"), dtype=q.dtype, device="cuda")
+        vc = kc.clone()
+        j = torch.arange(t, device="cuda")
+        kc[table[0, j // page].long(), j % page] = k[0, :t]
+        vc[table[0, j // page].long(), j % page] = v[0, :t]
+        lens = torch.tensor([t], dtype=torch.int32, device="cuda")
+        new = (k[:, t:t + 1], v[:, t:t + 1])
+        out = _call(samebits.attention_with_kvcache, q[:, t:t + 1], kc, vc, *new, cache_seqlens=lens,
+                    block_table=table, causal=True)
+        assert torch.equal(out[0, 0], prefill[0, t])
+        kc.view(torch.int16)[table[0, (t // 2) // page].long(), (t // 2) % page, 0, 3] ^= 1
+        flipped = samebits.attention_with_kvcache(q[:, t:t + 1], kc, vc, *new, cache_seqlens=lens,
+                                                  block_table=table, causal=True)
+        assert not torch.equal(flipped, out)
+
+
 def test_backward_runs_and_is_deterministic():
     q, k, v = (t.requires_grad_() for t in _qkv(2, 257, 4, 2, 128))
     dout = torch.randn_like(q)
