@@ -349,7 +349,7 @@ struct DecodeSpread {
                     ks != nullptr ? ks + unit * 8 : p.k, ks != nullptr);
       }
     }
-    cp_async_commit();
+    cp_async_commit();  // K's hand copies (waited for with Q's before S)
     SB_SPREAD_TRACE(2);
 
     // ---- this CTA's columns of V over the split's walked blocks: by TMA
@@ -378,7 +378,7 @@ struct DecodeSpread {
                     src != nullptr ? src + rank * kCols + c * 8 : p.v, src != nullptr);
       }
     }
-    cp_async_commit();
+    cp_async_commit();  // V's hand copies (waited for before P V)
     cluster_wait();  // every CTA's barriers are initialised: from here on, writes into the others
 
     // ---- this thread's rows (h = 0, 1: tile rows g and g + 8) and the keys each sees
@@ -400,7 +400,7 @@ struct DecodeSpread {
 
     // ---- S = Q K^T of this CTA's blocks (the mma consumer's chains), the
     // logit transform, the mask, this warp's row maxima
-    cp_async_wait<0>();
+    cp_async_wait<1>();  // Q's and K's groups (V's hand copies may still be in flight)
     spread_wait(k_bar, 0, 1);
     SB_SPREAD_TRACE(3);
     __syncthreads();  // K's hand copies of the other threads
@@ -578,12 +578,13 @@ struct DecodeSpread {
     // ---- l over the walked blocks, then acc = acc alpha + P V for this
     // CTA's columns, blocks ascending, keys ascending
     spread_wait(pv_bar, 0, 3);
-    spread_wait(v_bar, 0, 4);  // (V's hand copies: waited for before S)
+    spread_wait(v_bar, 0, 4);
     SB_SPREAD_TRACE(8);
     // Every write this CTA issued into the others has landed once every
     // CTA passed its wait: this CTA may exit after the cluster barrier below.
     cluster_arrive_relaxed();
-    __syncthreads();  // alpha_s
+    cp_async_wait<0>();  // V's hand copies
+    __syncthreads();     // alpha_s, and the other threads' V copies
     float l[2] = {0.f, 0.f};
     for (int n = w.n_first; n <= w.n_last; ++n) {
       const int bi = n - n_base;
