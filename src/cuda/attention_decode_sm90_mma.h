@@ -65,6 +65,145 @@ struct DecodeMmaConsumer {
     float* p32;      // [Bn / 8][h][j][lane]: P f32 as the forward's thread holds it
   };
 
+  // ---- the element steps of one KV block, shared with the spread
+  // schedule (attention_decode_sm90_spread.h), which must compute every
+  // value exactly as this consumer does.
+
+  // This thread's rows (h = 0, 1: tile rows g and g + 8, in every warp) and
+  // the keys [lo, hi] each sees; a row past the wave sees nothing.
+  __device__ static void rows_seen(const AttentionDecodeParams& p, const DecodeWork& w, const Visibility& vis,
+                                   int g, int (&lo)[2], int (&hi)[2], bool (&valid)[2]) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int R = w.r_begin + g + 8 * h;
+      valid[h] = R < w.r_end;
+      if (valid[h]) {
+        vis.row_bounds(p.q_begin + R / p.head_group, lo[h], hi[h]);
+      } else {
+        lo[h] = 0;
+        hi[h] = -1;
+      }
+    }
+  }
+
+  // Q's A fragments: k step ks is 16 rows x columns 16 ks .. 16 ks + 15.
+  __device__ static void load_q(uint32_t (&qa)[kQK][4], uint32_t q_addr, int lane) {
+    const int row = lane % 8 + ((lane / 8) % 2) * 8, col = (lane / 16) * 8;
+#pragma unroll
+    for (int ks = 0; ks < kQK; ++ks) ldmatrix_x4(qa[ks], q_addr + swz(16, row, 16 * ks + col));
+  }
+
+  // S = Q K^T for this warp's keys [warp Bn / 4, (warp + 1) Bn / 4) of the
+  // block at k_addr: per n8 chunk, d / 16 steps from +0, d ascending.
+  __device__ static void scores(float (&sc)[kSC][4], const uint32_t (&qa)[kQK][4], uint32_t k_addr, int warp,
+                                int lane) {
+#pragma unroll
+    for (int c = 0; c < kSC; ++c)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) sc[c][r] = 0.f;
+    const int key = warp * (kBn / 4) + (lane / 16) * 8 + lane % 8, col = ((lane / 8) % 2) * 8;
+#pragma unroll
+    for (int ks = 0; ks < kQK; ++ks)
+#pragma unroll
+      for (int c = 0; c < kSC; c += 2) {
+        uint32_t b[4];
+        ldmatrix_x4(b, k_addr + swz(kBn, key + 8 * c, 16 * ks + col));
+        mma_m16n8k16<Cfg::kBf16>(sc[c], qa[ks], b[0], b[1]);
+        mma_m16n8k16<Cfg::kBf16>(sc[c + 1], qa[ks], b[2], b[3]);
+      }
+  }
+
+  // The forward's element steps: logit transform, then the mask (keys
+  // outside [lo[h], hi[h]] of row h), for the block at key k0; then this
+  // warp's row maxima (its columns, the quad's shuffle tree).
+  __device__ static void logits_mask_max(float (&sc)[kSC][4], float (&mx)[2], const ScoreMod& score,
+                                         const Visibility& vis, const DecodeWork& w, const int (&lo)[2],
+                                         const int (&hi)[2], int k0, int warp, int q4) {
+    if (score.softcap) {
+#pragma unroll
+      for (int c = 0; c < kSC; ++c)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) sc[c][r] = score.capped(sc[c][r]);
+    } else if (!score.raw) {
+#pragma unroll
+      for (int c = 0; c < kSC; ++c)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) sc[c][r] = score.scaled(sc[c][r]);
+    }
+    if (!vis.block_fully_visible(w.i_first, w.i_last, k0, kBn)) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int c = 0; c < kSC; ++c)
+#pragma unroll
+          for (int j = 0; j < 2; ++j) {
+            const int key = k0 + 8 * (warp * kSC + c) + 2 * q4 + j;
+            if (key < lo[h] || key > hi[h]) sc[c][2 * h + j] = -CUDART_INF_F;
+          }
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      float m = -CUDART_INF_F;
+#pragma unroll
+      for (int c = 0; c < kSC; ++c) m = fmaxf(m, fmaxf(sc[c][2 * h], sc[c][2 * h + 1]));
+      m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 1));
+      mx[h] = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, 2));
+    }
+  }
+
+  // The block's maximum of row r from the four warps' (max[warp * 16 + r]).
+  __device__ static float block_max(const float* max, int r) {
+    return fmaxf(fmaxf(max[r], max[16 + r]), fmaxf(max[32 + r], max[48 + r]));
+  }
+
+  // Consumer::softmax_update's operations for row h: the new running max
+  // from the block's maximum mx, ms, alpha; m becomes the new max.
+  __device__ static float running_max(float& m, float mx, float k_exp, float& ms) {
+    const float m_new = fmaxf(m, __fmul_rn(mx, k_exp));
+    ms = m_new == -CUDART_INF_F ? 0.f : m_new;
+    const float alpha = exp2_approx(__fsub_rn(m, ms));
+    m = m_new;
+    return alpha;
+  }
+
+  // P = exp2(s k_exp - ms) of row h's elements.
+  __device__ static void exponentiate(float (&sc)[kSC][4], int h, float k_exp, float ms) {
+    const float neg_ms = -ms;
+#pragma unroll
+    for (int c = 0; c < kSC; ++c)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) sc[c][2 * h + j] = exp2_approx(__fmaf_rn(sc[c][2 * h + j], k_exp, neg_ms));
+  }
+
+  // P of this warp to shared memory: f32 (p32: [Bn / 8][4][32], the
+  // block's), and each pair of n8 chunks rounded (pack_p's pairs) as an A
+  // fragment of P V, handed to `put(k16 chunk, fragment)`.
+  template <class Put>
+  __device__ static void store_p(const float (&sc)[kSC][4], float* p32, int warp, int lane, Put&& put) {
+#pragma unroll
+    for (int c = 0; c < kSC; ++c)
+#pragma unroll
+      for (int r = 0; r < 4; ++r) p32[((warp * kSC + c) * 4 + r) * 32 + lane] = sc[c][r];
+#pragma unroll
+    for (int c = 0; c < kSC; c += 2)
+      put((warp * kSC + c) / 2,
+          make_uint4(pack2<Cfg::kBf16>(sc[c][0], sc[c][1]), pack2<Cfg::kBf16>(sc[c][2], sc[c][3]),
+                     pack2<Cfg::kBf16>(sc[c + 1][0], sc[c + 1][1]), pack2<Cfg::kBf16>(sc[c + 1][2], sc[c + 1][3])));
+  }
+
+  // The block's row sum of row h from every warp's f32 P (p32): the
+  // forward's per-thread order (chunks ascending, then the pair) and
+  // shuffle tree.
+  __device__ static float row_sum(const float* p32, int h, int lane) {
+    float sum = 0.f;
+#pragma unroll
+    for (int c = 0; c < kBn / 8; ++c)
+#pragma unroll
+      for (int j = 0; j < 2; ++j) sum = __fadd_rn(sum, p32[(c * 4 + 2 * h + j) * 32 + lane]);
+    sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 1));
+    return __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 2));
+  }
+
   __device__ static void run(const AttentionDecodeParams& p, const DecodeWork& w,
                              const DecodeSmem<Cfg>& smem) {
     const int tid = threadIdx.x;  // 0..127
@@ -77,32 +216,15 @@ struct DecodeMmaConsumer {
     const Exchange x{reinterpret_cast<float*>(xb + Cfg::kXOffMax), reinterpret_cast<float*>(xb + Cfg::kXOffL),
                      reinterpret_cast<uint4*>(xb + Cfg::kXOffP), reinterpret_cast<float*>(xb + Cfg::kXOffPf32)};
 
-    // This thread's rows (h = 0, 1: tile rows g and g + 8, in every warp)
-    // and the keys [lo, hi] each sees.
     int lo[2], hi[2];
     bool valid[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int R = w.r_begin + g + 8 * h;
-      valid[h] = R < w.r_end;
-      if (valid[h]) {
-        vis.row_bounds(p.q_begin + R / p.head_group, lo[h], hi[h]);
-      } else {
-        lo[h] = 0;  // a zero row past the wave sees nothing
-        hi[h] = -1;
-      }
-    }
+    rows_seen(p, w, vis, g, lo, hi, valid);
 
-    // Q's A fragments, once: k step ks is 16 rows x columns 16 ks .. 16 ks + 15.
+    // Q's A fragments, once.
     mbar_wait(smem.q_full(), 0);
     if (tid == 0) SB_DECODE_TRACE(1);
     uint32_t qa[kQK][4];
-    {
-      const uint32_t q_addr = smem_addr(smem.q());
-      const int row = lane % 8 + ((lane / 8) % 2) * 8, col = (lane / 16) * 8;
-#pragma unroll
-      for (int ks = 0; ks < kQK; ++ks) ldmatrix_x4(qa[ks], q_addr + swz(16, row, 16 * ks + col));
-    }
+    load_q(qa, smem_addr(smem.q()), lane);
 
     float m[2] = {-CUDART_INF_F, -CUDART_INF_F}, l[2] = {0.f, 0.f};
     float acc[kOC][4];
@@ -116,65 +238,23 @@ struct DecodeMmaConsumer {
       const uint32_t parity = (it / Cfg::kStages) & 1;
       const int k0 = n * kBn;
 
-      // S = Q K^T for this warp's keys: per n8 chunk, d / 16 steps from +0,
-      // d ascending.
+      // S = Q K^T for this warp's keys.
       float sc[kSC][4];
-#pragma unroll
-      for (int c = 0; c < kSC; ++c)
-#pragma unroll
-        for (int r = 0; r < 4; ++r) sc[c][r] = 0.f;
       mbar_wait(smem.k_full(s), parity);
       if (tid == 0 && it < 12) SB_DECODE_TRACE(2 + 5 * it);
-      {
-        const uint32_t k_addr = smem_addr(smem.k(s));
-        const int key = warp * (kBn / 4) + (lane / 16) * 8 + lane % 8, col = ((lane / 8) % 2) * 8;
-#pragma unroll
-        for (int ks = 0; ks < kQK; ++ks)
-#pragma unroll
-          for (int c = 0; c < kSC; c += 2) {
-            uint32_t b[4];
-            ldmatrix_x4(b, k_addr + swz(kBn, key + 8 * c, 16 * ks + col));
-            mma_m16n8k16<Cfg::kBf16>(sc[c], qa[ks], b[0], b[1]);
-            mma_m16n8k16<Cfg::kBf16>(sc[c + 1], qa[ks], b[2], b[3]);
-          }
-      }
+      scores(sc, qa, smem_addr(smem.k(s)), warp, lane);
       mbar_arrive(smem.k_empty(s));  // release K_n: every thread, after its reads
       if (tid == 0 && it < 12) SB_DECODE_TRACE(3 + 5 * it);
 
-      // The forward's element steps: logit transform, then the mask.
-      if (score.softcap) {
-#pragma unroll
-        for (int c = 0; c < kSC; ++c)
-#pragma unroll
-          for (int r = 0; r < 4; ++r) sc[c][r] = score.capped(sc[c][r]);
-      } else if (!score.raw) {
-#pragma unroll
-        for (int c = 0; c < kSC; ++c)
-#pragma unroll
-          for (int r = 0; r < 4; ++r) sc[c][r] = score.scaled(sc[c][r]);
-      }
-      if (!vis.block_fully_visible(w.i_first, w.i_last, k0, kBn)) {
-#pragma unroll
-        for (int h = 0; h < 2; ++h)
-#pragma unroll
-          for (int c = 0; c < kSC; ++c)
-#pragma unroll
-            for (int j = 0; j < 2; ++j) {
-              const int key = k0 + 8 * (warp * kSC + c) + 2 * q4 + j;
-              if (key < lo[h] || key > hi[h]) sc[c][2 * h + j] = -CUDART_INF_F;
-            }
-      }
-
-      // Row maxima: this warp's columns, the quad's shuffle tree, then the
-      // four warps' values.
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float mx = -CUDART_INF_F;
-#pragma unroll
-        for (int c = 0; c < kSC; ++c) mx = fmaxf(mx, fmaxf(sc[c][2 * h], sc[c][2 * h + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        if (q4 == 0) x.max[warp * 16 + 8 * h + g] = mx;
+      // The forward's element steps, then the row maxima: this warp's
+      // columns, then the four warps' values.
+      {
+        float mx[2];
+        logits_mask_max(sc, mx, score, vis, w, lo, hi, k0, warp, q4);
+        if (q4 == 0) {
+          x.max[warp * 16 + g] = mx[0];
+          x.max[warp * 16 + 8 + g] = mx[1];
+        }
       }
       named_barrier_sync(kBarrier, kThreads);
 
@@ -183,29 +263,13 @@ struct DecodeMmaConsumer {
       float alpha[2];
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const int r = 8 * h + g;
-        const float mx = fmaxf(fmaxf(x.max[r], x.max[16 + r]), fmaxf(x.max[32 + r], x.max[48 + r]));
-        const float m_new = fmaxf(m[h], __fmul_rn(mx, k_exp));
-        const float ms = m_new == -CUDART_INF_F ? 0.f : m_new;
-        alpha[h] = exp2_approx(__fsub_rn(m[h], ms));
-        const float neg_ms = -ms;
-#pragma unroll
-        for (int c = 0; c < kSC; ++c)
-#pragma unroll
-          for (int j = 0; j < 2; ++j) sc[c][2 * h + j] = exp2_approx(__fmaf_rn(sc[c][2 * h + j], k_exp, neg_ms));
-        m[h] = m_new;
+        float ms;
+        alpha[h] = running_max(m[h], block_max(x.max, 8 * h + g), k_exp, ms);
+        exponentiate(sc, h, k_exp, ms);
       }
-      // P to shared memory: f32 for warp 0's row sums, rounded (pack_p's
-      // pairs) as the A fragments of P V.
-#pragma unroll
-      for (int c = 0; c < kSC; ++c)
-#pragma unroll
-        for (int r = 0; r < 4; ++r) x.p32[((warp * kSC + c) * 4 + r) * 32 + lane] = sc[c][r];
-#pragma unroll
-      for (int c = 0; c < kSC; c += 2)
-        x.p[((warp * kSC + c) / 2) * 32 + lane] =
-            make_uint4(pack2<Cfg::kBf16>(sc[c][0], sc[c][1]), pack2<Cfg::kBf16>(sc[c][2], sc[c][3]),
-                       pack2<Cfg::kBf16>(sc[c + 1][0], sc[c + 1][1]), pack2<Cfg::kBf16>(sc[c + 1][2], sc[c + 1][3]));
+      // P to shared memory: f32 for the row sums, rounded as the A
+      // fragments of P V.
+      store_p(sc, x.p32, warp, lane, [&](int kk, uint4 v) { x.p[kk * 32 + lane] = v; });
       named_barrier_sync(kBarrier, kThreads);
 
       // acc *= alpha (later blocks), then O += P V over the block's keys.
@@ -225,13 +289,7 @@ struct DecodeMmaConsumer {
       // barrier.
       if (warp >= 2) {
         const int h = warp - 2;
-        float sum = 0.f;
-#pragma unroll
-        for (int c = 0; c < kBn / 8; ++c)
-#pragma unroll
-          for (int j = 0; j < 2; ++j) sum = __fadd_rn(sum, x.p32[(c * 4 + 2 * h + j) * 32 + lane]);
-        sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 1));
-        sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 2));
+        const float sum = row_sum(x.p32, h, lane);
         if (h == 0)  // constant register indices: l stays in registers
           l[0] = __fadd_rn(__fmul_rn(l[0], alpha[0]), sum);
         else

@@ -382,24 +382,15 @@ struct DecodeSpread {
     cluster_wait();  // every CTA's barriers are initialised: from here on, writes into the others
 
     // ---- this thread's rows (h = 0, 1: tile rows g and g + 8) and the keys each sees
+    using Mma = DecodeMmaConsumer<Cfg>;
     const Visibility vis = decode_visibility(p, w.lk);
     const ScoreMod score = decode_score_mod(p);
     int lo[2], hi[2];
     bool valid[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int R = w.r_begin + g + 8 * h;
-      valid[h] = R < w.r_end;
-      if (valid[h]) {
-        vis.row_bounds(p.q_begin + R / p.head_group, lo[h], hi[h]);
-      } else {
-        lo[h] = 0;
-        hi[h] = -1;
-      }
-    }
+    Mma::rows_seen(p, w, vis, g, lo, hi, valid);
 
-    // ---- S = Q K^T of this CTA's blocks (the mma consumer's chains), the
-    // logit transform, the mask, this warp's row maxima
+    // ---- S = Q K^T of this CTA's blocks, the logit transform, the mask,
+    // this warp's row maxima: the mma consumer's steps
     cp_async_wait<1>();  // Q's and K's groups (V's hand copies may still be in flight)
     spread_wait(k_bar, 0, 1);
     SB_SPREAD_TRACE(3);
@@ -407,61 +398,22 @@ struct DecodeSpread {
     float sc[kBpc][kSC][4];
     {
       uint32_t qa[kQK][4];
-      const uint32_t q_addr = smem_addr(base + kOffQ);
-      {
-        const int row = lane % 8 + ((lane / 8) % 2) * 8, col = (lane / 16) * 8;
-#pragma unroll
-        for (int ks = 0; ks < kQK; ++ks) ldmatrix_x4(qa[ks], q_addr + swz(16, row, 16 * ks + col));
-      }
+      Mma::load_q(qa, smem_addr(base + kOffQ), lane);
 #pragma unroll
       for (int bl = 0; bl < kBpc; ++bl) {
-#pragma unroll
-        for (int c = 0; c < kSC; ++c)
-#pragma unroll
-          for (int r = 0; r < 4; ++r) sc[bl][c][r] = 0.f;
-        if (!walked(bi0 + bl)) continue;  // CTA-uniform
-        const uint32_t k_addr = smem_addr(base + kOffK + bl * kKBlockBytes);
-        const int key = warp * (kBn / 4) + (lane / 16) * 8 + lane % 8, col = ((lane / 8) % 2) * 8;
-#pragma unroll
-        for (int ks = 0; ks < kQK; ++ks)
-#pragma unroll
-          for (int c = 0; c < kSC; c += 2) {
-            uint32_t b[4];
-            ldmatrix_x4(b, k_addr + swz(kBn, key + 8 * c, 16 * ks + col));
-            mma_m16n8k16<Cfg::kBf16>(sc[bl][c], qa[ks], b[0], b[1]);
-            mma_m16n8k16<Cfg::kBf16>(sc[bl][c + 1], qa[ks], b[2], b[3]);
-          }
-        if (score.softcap) {
+        if (!walked(bi0 + bl)) {  // CTA-uniform; its P goes out but is never read
 #pragma unroll
           for (int c = 0; c < kSC; ++c)
 #pragma unroll
-            for (int r = 0; r < 4; ++r) sc[bl][c][r] = score.capped(sc[bl][c][r]);
-        } else if (!score.raw) {
-#pragma unroll
-          for (int c = 0; c < kSC; ++c)
-#pragma unroll
-            for (int r = 0; r < 4; ++r) sc[bl][c][r] = score.scaled(sc[bl][c][r]);
+            for (int r = 0; r < 4; ++r) sc[bl][c][r] = 0.f;
+          continue;
         }
-        const int k0 = split_k0 + (bi0 + bl) * kBn;
-        if (!vis.block_fully_visible(w.i_first, w.i_last, k0, kBn)) {
-#pragma unroll
-          for (int h = 0; h < 2; ++h)
-#pragma unroll
-            for (int c = 0; c < kSC; ++c)
-#pragma unroll
-              for (int j = 0; j < 2; ++j) {
-                const int key = k0 + 8 * (warp * kSC + c) + 2 * q4 + j;
-                if (key < lo[h] || key > hi[h]) sc[bl][c][2 * h + j] = -CUDART_INF_F;
-              }
-        }
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          float mx = -CUDART_INF_F;
-#pragma unroll
-          for (int c = 0; c < kSC; ++c) mx = fmaxf(mx, fmaxf(sc[bl][c][2 * h], sc[bl][c][2 * h + 1]));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-          mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-          if (q4 == 0) wmax[(bl * 4 + warp) * 16 + 8 * h + g] = mx;
+        Mma::scores(sc[bl], qa, smem_addr(base + kOffK + bl * kKBlockBytes), warp, lane);
+        float mx[2];
+        Mma::logits_mask_max(sc[bl], mx, score, vis, w, lo, hi, split_k0 + (bi0 + bl) * kBn, warp, q4);
+        if (q4 == 0) {
+          wmax[(bl * 4 + warp) * 16 + g] = mx[0];
+          wmax[(bl * 4 + warp) * 16 + 8 + g] = mx[1];
         }
       }
     }
@@ -473,9 +425,7 @@ struct DecodeSpread {
     const uint32_t max_bar_a = smem_addr(max_bar);
     for (int idx = tid; idx < kBpc * 16 * kCluster; idx += kThreads) {
       const int dst = idx / (kBpc * 16), bl = (idx / 16) % kBpc, r = idx % 16;
-      const float* m4 = wmax + bl * 64;
-      const float mx = walked(bi0 + bl) ? fmaxf(fmaxf(m4[r], m4[16 + r]), fmaxf(m4[32 + r], m4[48 + r]))
-                                        : -CUDART_INF_F;  // never read
+      const float mx = walked(bi0 + bl) ? Mma::block_max(wmax + bl * 64, r) : -CUDART_INF_F;  // else never read
       float* to = ex_max + (bi0 + bl) * 16 + r;
       if (dst == rank)
         *to = mx;
@@ -498,15 +448,12 @@ struct DecodeSpread {
       const int bi = n - n_base;
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        const float mx = ex_max[bi * 16 + 8 * h + g];
-        const float m_new = fmaxf(m[h], __fmul_rn(mx, k_exp));
-        const float ms = m_new == -CUDART_INF_F ? 0.f : m_new;
-        const float a = exp2_approx(__fsub_rn(m[h], ms));
+        float ms;
+        const float a = Mma::running_max(m[h], ex_max[bi * 16 + 8 * h + g], k_exp, ms);
         if (warp == 0 && q4 == 0) alpha_s[bi * 16 + 8 * h + g] = a;
 #pragma unroll
         for (int bl = 0; bl < kBpc; ++bl)
           if (bi == bi0 + bl) ms_own[bl][h] = ms;
-        m[h] = m_new;
       }
     }
 
@@ -515,52 +462,28 @@ struct DecodeSpread {
     const uint32_t ex_p_a = smem_addr(ex_p);
 #pragma unroll
     for (int bl = 0; bl < kBpc; ++bl) {
-      const bool wk = walked(bi0 + bl);
-      if (wk) {
+      if (walked(bi0 + bl)) {  // CTA-uniform
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const float neg_ms = -ms_own[bl][h];
-#pragma unroll
-          for (int c = 0; c < kSC; ++c)
-#pragma unroll
-            for (int j = 0; j < 2; ++j)
-              sc[bl][c][2 * h + j] = exp2_approx(__fmaf_rn(sc[bl][c][2 * h + j], k_exp, neg_ms));
-        }
-#pragma unroll
-        for (int c = 0; c < kSC; ++c)
-#pragma unroll
-          for (int r = 0; r < 4; ++r) pf32[((bl * (kBn / 8) + warp * kSC + c) * 4 + r) * 32 + lane] = sc[bl][c][r];
+        for (int h = 0; h < 2; ++h) Mma::exponentiate(sc[bl], h, k_exp, ms_own[bl][h]);
       }
-#pragma unroll
-      for (int c = 0; c < kSC; c += 2) {
-        const uint4 v = make_uint4(pack2<Cfg::kBf16>(sc[bl][c][0], sc[bl][c][1]),
-                                   pack2<Cfg::kBf16>(sc[bl][c][2], sc[bl][c][3]),
-                                   pack2<Cfg::kBf16>(sc[bl][c + 1][0], sc[bl][c + 1][1]),
-                                   pack2<Cfg::kBf16>(sc[bl][c + 1][2], sc[bl][c + 1][3]));
-        const int at = ((bi0 + bl) * (kBn / 16) + (warp * kSC + c) / 2) * 32 + lane;
+      Mma::store_p(sc[bl], pf32 + bl * (kBn / 8) * 4 * 32, warp, lane, [&](int kk, uint4 v) {
+        const int at = ((bi0 + bl) * (kBn / 16) + kk) * 32 + lane;
         ex_p[at] = v;
 #pragma unroll
         for (int dst = 0; dst < kCluster; ++dst)
           if (dst != rank) st_async_v4(ex_p_a + at * 16, pv_bar_a, dst, v);
-      }
+      });
     }
     __syncthreads();  // pf32 of every warp written
     SB_SPREAD_TRACE(7);
-    // Row sums of this CTA's blocks: rows g by warp 2, g + 8 by warp 3, in
-    // the mma consumer's order (chunks ascending, then the pair; the xor-1
-    // and xor-2 shuffles).
+    // Row sums of this CTA's blocks: rows g by warp 2, g + 8 by warp 3, as
+    // the mma consumer forms them.
     if (warp >= 2) {
       const int h = warp - 2;
 #pragma unroll
       for (int bl = 0; bl < kBpc; ++bl) {
-        float sum = 0.f;
-#pragma unroll
-        for (int c = 0; c < kBn / 8; ++c)
-#pragma unroll
-          for (int j = 0; j < 2; ++j) sum = __fadd_rn(sum, pf32[((bl * (kBn / 8) + c) * 4 + 2 * h + j) * 32 + lane]);
-        sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 1));
-        sum = __fadd_rn(sum, __shfl_xor_sync(0xffffffffu, sum, 2));
-        // a block no row sees: a value never read (pf32 is stale)
+        // a block no row sees: a value never read
+        const float sum = Mma::row_sum(pf32 + bl * (kBn / 8) * 4 * 32, h, lane);
         if (q4 < 2) {
           float* to = ex_sum + (bi0 + bl) * 16 + 8 * h + g;
 #pragma unroll
