@@ -2,6 +2,7 @@
 // attention_decode_sm90_hdim<D>_<dtype>.cu files, each instantiating one Cfg.
 #pragma once
 
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -46,9 +47,12 @@ sb_status launch_split(const AttentionDecodeParams& params, cudaStream_t stream)
 
 // Pass 1 as clusters of kCluster CTAs (kDecodeSpread: 8, kDecodeSpread4:
 // 4; Cfg: the mma consumer's configuration). Grid (max_splits * kCluster,
-// tiles, batch * Hk).
+// tiles, batch * Hk). Sets *launched = false, launching nothing, where no
+// such cluster can be resident on this device (a partition of few SMs):
+// the caller then runs the one-CTA schedule, which gives the same bits.
 template <class Cfg, int kCluster>
-sb_status launch_spread(const AttentionDecodeParams& params, cudaStream_t stream) {
+sb_status launch_spread(const AttentionDecodeParams& params, cudaStream_t stream, bool* launched) {
+  *launched = false;
   using Spread = DecodeSpread<Cfg, kCluster>;
   constexpr auto kernel = attention_decode_spread_sm90_kernel<Cfg, kCluster>;
   if (cudaError_t err = opt_in_shared_memory<kernel>(Spread::kSmemBytes, Spread::kCtasPerSm > 1);
@@ -69,9 +73,24 @@ sb_status launch_spread(const AttentionDecodeParams& params, cudaStream_t stream
   attr[0].val.clusterDim.z = 1;
   cfg.attrs = attr;
   cfg.numAttrs = 1;
+  // Whether one cluster fits, per device, asked once (0 unknown, 1 yes, 2 no).
+  static std::atomic<int> fits[64];
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
+    cudaGetLastError();
+    return SB_OK;
+  }
+  if (fits[dev].load(std::memory_order_relaxed) == 0) {
+    int clusters = 0;
+    const bool ok = cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) == cudaSuccess && clusters > 0;
+    if (!ok) cudaGetLastError();  // clears only this query's error
+    fits[dev].store(ok ? 1 : 2, std::memory_order_relaxed);
+  }
+  if (fits[dev].load(std::memory_order_relaxed) != 1) return SB_OK;
   if (cudaError_t err = cudaLaunchKernelEx(&cfg, kernel, params); err != cudaSuccess)
     return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: spread kernel launch: ") +
                                    cudaGetErrorString(err));
+  *launched = true;
   return SB_OK;
 }
 
@@ -125,17 +144,21 @@ sb_status launch_attention_decode(const AttentionDecodeParams& params, int varia
                                   cudaStream_t stream) {
   constexpr int D = Cfg::kHeadDim;
   constexpr bool kBf16 = Cfg::kBf16;
-  sb_status st;
+  sb_status st = SB_OK;
+  bool spread = false;
   if (variant == kDecodeSpread && mma)
-    st = launch_spread<DecodeConfig<D, kBf16, kDecodeMain, true>, 8>(params, stream);
+    st = launch_spread<DecodeConfig<D, kBf16, kDecodeMain, true>, 8>(params, stream, &spread);
   else if (variant == kDecodeSpread4 && mma && D <= 128)
-    st = launch_spread<DecodeConfig<D, kBf16, kDecodeMain, true>, D <= 128 ? 4 : 8>(params, stream);
-  else if (variant == kDecodeTwoPerSmHeadMajor)
-    st = mma ? launch_split<DecodeConfig<D, kBf16, kDecodeTwoPerSmHeadMajor, true>>(params, stream)
-             : launch_split<DecodeConfig<D, kBf16, kDecodeTwoPerSmHeadMajor>>(params, stream);
-  else
-    st = mma ? launch_split<DecodeConfig<D, kBf16, kDecodeMain, true>>(params, stream)
-             : launch_split<DecodeConfig<D, kBf16, kDecodeMain>>(params, stream);
+    st = launch_spread<DecodeConfig<D, kBf16, kDecodeMain, true>, D <= 128 ? 4 : 8>(params, stream, &spread);
+  if (st != SB_OK) return st;
+  if (!spread) {  // the one-CTA schedules (also where no cluster fits)
+    if (variant == kDecodeTwoPerSmHeadMajor)
+      st = mma ? launch_split<DecodeConfig<D, kBf16, kDecodeTwoPerSmHeadMajor, true>>(params, stream)
+               : launch_split<DecodeConfig<D, kBf16, kDecodeTwoPerSmHeadMajor>>(params, stream);
+    else
+      st = mma ? launch_split<DecodeConfig<D, kBf16, kDecodeMain, true>>(params, stream)
+               : launch_split<DecodeConfig<D, kBf16, kDecodeMain>>(params, stream);
+  }
   if (st != SB_OK || params.direct_out) return st;  // direct_out: pass 1 wrote out and lse
   return launch_combine<Cfg>(params, stream);
 }
