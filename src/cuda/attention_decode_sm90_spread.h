@@ -49,11 +49,12 @@
 // writes into another (cluster barrier: arrive relaxed after the init
 // fence, wait just before the first such write).
 //
-// Loads: K of the CTA's own walked blocks by TMA into the swizzled layout
-// (by hand, cp.async with zero fill, for the block that ends past the
-// sequence or caches TMA cannot describe), V as above, Q (16 rows) by
-// cp.async. Q and the block table are requested before the sequence's
-// length arrives.
+// Loads: K of the CTA's own walked blocks by TMA into the swizzled layout,
+// V as above, Q (16 rows) by cp.async; caches TMA cannot box come by hand
+// (cp.async, zero past lk). Of the block that ends past the sequence, TMA
+// reads the boxes holding a key below lk; its K rows past lk only meet
+// masked scores and its V rows past lk are zeroed before P V. Q and the
+// block table are requested before the sequence's length arrives.
 #pragma once
 
 #include "cuda/attention_decode_sm90_kernel.h"
@@ -274,17 +275,25 @@ struct DecodeSpread {
 
     const int n_base = split_k0 / kBn;
     auto walked = [&](int bi) { return n_base + bi >= w.n_first && n_base + bi <= w.n_last; };
-    // A walked block comes by TMA when every key is below lk (and the
-    // cache allows boxes), else by hand with zero fill.
-    auto by_tma = [&](int bi) { return p.use_tma && (n_base + bi + 1) * kBn <= w.lk; };
+    // Walked blocks come by TMA where the cache allows boxes, else by hand
+    // with zero fill. By TMA, a box whose first key is at or past lk is not
+    // requested (its page may not exist); the rest of the block ending past
+    // lk is read as the cache holds it: K there only meets masked scores,
+    // and V's rows there are zeroed before P V.
+    const int boxes = kBn / p.box_rows;  // TMA boxes of a block
+    auto by_tma = [&](int) { return p.use_tma != 0; };
+    auto box_valid = [&](int bi, int q) { return (n_base + bi) * kBn + q * p.box_rows < w.lk; };
     uint64_t* k_bar = pv_bar + 1;
     uint64_t* v_bar = pv_bar + 2;
     if (tid == 0) {
       uint32_t k_tx = 0, v_tx = 0;
       for (int bi = 0; bi < kBps; ++bi) {
         if (!walked(bi) || !by_tma(bi)) continue;
-        if (bi / kBpc == rank) k_tx += kKBlockBytes;
-        v_tx += kSliceBytes;
+        for (int q = 0; q < boxes; ++q) {
+          if (!box_valid(bi, q)) continue;
+          if (bi / kBpc == rank) k_tx += p.box_rows * kD * 2;
+          v_tx += p.box_rows * kCols * 2;
+        }
       }
       mbar_init(max_bar, 1);
       mbar_init(pv_bar, 1);
@@ -299,13 +308,14 @@ struct DecodeSpread {
     __syncthreads();  // the barriers before any TMA of this CTA completes on them (warps 0 and 1 issue)
     cluster_arrive_relaxed();  // waited for before the first write into another CTA
     const uint32_t pv_bar_a = smem_addr(pv_bar);
-    const int boxes = kBn / p.box_rows;  // TMA boxes of a block
     auto box_slot = [&](int k0, int q) {  // slot of box q of the block at key k0
       return p.block_table == nullptr ? k0 + q * p.box_rows : p.page_size <= kBn ? 0 : k0 % p.page_size;
     };
 
     // ---- K of this CTA's walked blocks: by TMA (warp 0, box q by lane q,
-    // 64-column chunks: the swizzled layout S = Q K^T reads), else by hand
+    // 64-column chunks: the swizzled layout S = Q K^T reads; a box past lk
+    // is not requested and its rows hold stale values, which only meet
+    // masked scores), else by hand
     // (cp.async, lane l of a 32-key group has key l's page; each instruction
     // copies whole 16-byte runs of a few rows, the row pointers shuffled
     // from their lane; keys >= lk are zero).
@@ -318,7 +328,7 @@ struct DecodeSpread {
       const int bi = bi0 + bl, k0 = (n_base + bi) * kBn;
       if (!walked(bi) || !by_tma(bi) || warp != 0) continue;
       const int pg = page_of_box((bi * boxes + lane) % (Cfg::kSplit / 8));
-      if (lane < boxes) {
+      if (lane < boxes && box_valid(bi, lane)) {
 #pragma unroll
         for (int c = 0; c < Cfg::kChunks; ++c)
           tma_load_4d(base + kOffK + bl * kKBlockBytes + c * kBn * Cfg::kRowBytes + lane * p.box_rows * Cfg::kRowBytes,
@@ -354,19 +364,19 @@ struct DecodeSpread {
 
     // ---- this CTA's columns of V over the split's walked blocks: by TMA
     // (warp 1, box j of the split by lane j % 32: kCols columns x box_rows
-    // keys), the block that ends past the sequence by hand (cp.async, zero
-    // past lk).
+    // keys), or by hand where the cache allows no boxes (cp.async, zero past
+    // lk).
     if (warp == 1) {
       const int j_lo = (w.n_first - n_base) * boxes, j_hi = (w.n_last - n_base + 1) * boxes;
       for (int j0 = j_lo; j0 < j_hi; j0 += 32) {  // warp-uniform trip count
         const int j = j0 + lane, bi = j / boxes;
         const int pg = page_of_box(j % (Cfg::kSplit / 8));
-        if (j < j_hi && by_tma(bi))
+        if (j < j_hi && by_tma(bi) && box_valid(bi, j % boxes))
           tma_load_4d(base + kOffVS + j * p.box_rows * kCols * 2, &p.tma_v_cols, v_bar, rank * kCols,
                       box_slot((n_base + bi) * kBn, j % boxes), hk, pg);
       }
     }
-    for (int n = w.n_first; n <= w.n_last; ++n) {  // with TMA only the last block can end past lk
+    for (int n = w.n_first; n <= w.n_last; ++n) {  // caches TMA cannot box
       const int bi = n - n_base, k0 = n * kBn;
       if (by_tma(bi)) continue;  // CTA-uniform
       for (int u = tid; u < kBn * kPlanes; u += kThreads) {
@@ -502,6 +512,12 @@ struct DecodeSpread {
     // CTA's columns, blocks ascending, keys ascending
     spread_wait(pv_bar, 0, 3);
     spread_wait(v_bar, 0, 4);
+    if (p.use_tma && (w.n_last + 1) * kBn > w.lk) {  // CTA-uniform: V's rows past lk of the last block, zero
+      const int bi = w.n_last - n_base, r0 = w.lk - w.n_last * kBn;
+      for (int u = tid; u < (kBn - r0) * kPlanes; u += kThreads)
+        *reinterpret_cast<uint4*>(base + kOffVS + ((bi * kBn + r0 + u / kPlanes) * kCols + (u % kPlanes) * 8) * 2) =
+            make_uint4(0, 0, 0, 0);
+    }
     SB_SPREAD_TRACE(8);
     // Every write this CTA issued into the others has landed once every
     // CTA passed its wait: this CTA may exit after the cluster barrier below.
