@@ -32,22 +32,22 @@
 // Blocks of the split that no row sees (outside [n_first, n_last]) are
 // left out of every chain, as the one-CTA walk leaves them out.
 //
-// Exchange (distributed shared memory, completing on the receiver's
-// mbarriers; no cluster barrier on the critical path):
-//   max_bar  every CTA sends its blocks' row maxima to the 7 others
-//            (st.async)
-//   pv_bar   every CTA sends its blocks' P (bf16, as mma A fragments) and
-//            row sums to the 7 others (st.async); and the V slices land
-//            here: the CTA owning a block loads each CTA's columns of it
-//            straight into that CTA (TMA multicast to one CTA; a block
-//            that ends past the sequence by hand, st.async)
-// (its own values a CTA stores itself, ordered for its threads by
-// __syncthreads). Each CTA waits on both barriers before its P V, so every
-// write into a CTA has landed before it exits; a last cluster barrier
-// (arrive after that wait) keeps every CTA alive until the others' writes
-// it issued have landed. The barriers are initialised before any CTA
-// writes into another (cluster barrier: arrive relaxed after the init
-// fence, wait just before the first such write).
+// Barriers (mbarriers in each CTA's shared memory, count 1, armed with the
+// bytes they wait for when initialised):
+//   k_bar    this CTA's TMA loads of K
+//   v_bar    this CTA's TMA loads of its columns of V
+//   max_bar  the other CTAs' blocks' row maxima (st.async into distributed
+//            shared memory)
+//   pv_bar   the other CTAs' blocks' P (bf16, as mma A fragments) and row
+//            sums (st.async)
+// A CTA stores its own values itself, ordered for its threads by
+// __syncthreads. Each CTA waits on max_bar and pv_bar before its P V, so
+// every write into a CTA has landed before it exits; a last cluster
+// barrier (arrive after that wait) keeps every CTA alive until the writes
+// it issued into the others have landed. The barriers are initialised
+// before any TMA is issued (__syncthreads) and before any CTA writes into
+// another (cluster barrier: arrive relaxed after the init fence, wait just
+// before the first such write).
 //
 // Loads: K of the CTA's own walked blocks by TMA into the swizzled layout,
 // V as above, Q (16 rows) by cp.async; caches TMA cannot box come by hand
