@@ -104,12 +104,6 @@ __device__ __forceinline__ void spread_trace_print() {}
 __device__ __forceinline__ void spread_wait(uint64_t* bar, uint32_t parity, int) { mbar_wait(bar, parity); }
 #endif
 
-__device__ __forceinline__ void ldmatrix_x2_trans(uint32_t (&r)[2], uint32_t addr) {
-  asm volatile("ldmatrix.sync.aligned.m8n8.x2.trans.shared.b16 {%0, %1}, [%2];"
-               : "=r"(r[0]), "=r"(r[1])
-               : "r"(addr)
-               : "memory");
-}
 __device__ __forceinline__ uint32_t cluster_rank() {
   uint32_t r;
   asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
@@ -137,11 +131,6 @@ __device__ __forceinline__ void st_async_v4(uint32_t a, uint32_t bar, uint32_t r
   asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, [%5];" ::"r"(
                    map_to_rank(a, rank)),
                "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"(map_to_rank(bar, rank))
-               : "memory");
-}
-__device__ __forceinline__ void mbar_arrive_expect_tx_only(uint64_t* bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.release.cta.shared::cta.b64 _, [%0], %1;" ::"r"(smem_addr(bar)),
-               "r"(bytes)
                : "memory");
 }
 
@@ -236,13 +225,13 @@ struct DecodeSpread {
       }
     }
     cp_async_commit();  // Q's group (waited for with K's, or before an early exit)
-    int page[kKeyGroups];
+    int page[kKeyGroups];  // the hand path's (caches TMA cannot box)
 #pragma unroll
     for (int gi = 0; gi < kKeyGroups; ++gi) {
       const int key = split_k0 + bi0 * kBn + (warp + 4 * gi) * 32 + lane;
-      page[gi] = p.block_table == nullptr ? b
-                 : key < p.seqlen_k      ? __ldg(p.block_table + b * p.block_table_batch_stride + key / p.page_size)
-                                         : 0;
+      page[gi] = p.block_table == nullptr || p.use_tma ? b
+                 : key < p.seqlen_k                    ? __ldg(p.block_table + b * p.block_table_batch_stride + key / p.page_size)
+                                                       : 0;
     }
     // The page of TMA box j of the split (box_rows keys each) in lane
     // j % 32 of every warp, register j / 32.
@@ -281,14 +270,14 @@ struct DecodeSpread {
     // lk is read as the cache holds it: K there only meets masked scores,
     // and V's rows there are zeroed before P V.
     const int boxes = kBn / p.box_rows;  // TMA boxes of a block
-    auto by_tma = [&](int) { return p.use_tma != 0; };
+    const bool tma = p.use_tma != 0;
     auto box_valid = [&](int bi, int q) { return (n_base + bi) * kBn + q * p.box_rows < w.lk; };
     uint64_t* k_bar = pv_bar + 1;
     uint64_t* v_bar = pv_bar + 2;
     if (tid == 0) {
       uint32_t k_tx = 0, v_tx = 0;
       for (int bi = 0; bi < kBps; ++bi) {
-        if (!walked(bi) || !by_tma(bi)) continue;
+        if (!walked(bi) || !tma) continue;
         for (int q = 0; q < boxes; ++q) {
           if (!box_valid(bi, q)) continue;
           if (bi / kBpc == rank) k_tx += p.box_rows * kD * 2;
@@ -299,10 +288,10 @@ struct DecodeSpread {
       mbar_init(pv_bar, 1);
       mbar_init(k_bar, 1);
       mbar_init(v_bar, 1);
-      mbar_arrive_expect_tx_only(max_bar, kMaxTx);
-      mbar_arrive_expect_tx_only(pv_bar, kPTx);
-      mbar_arrive_expect_tx_only(k_bar, k_tx);
-      mbar_arrive_expect_tx_only(v_bar, v_tx);
+      mbar_arrive_expect_tx(max_bar, kMaxTx);
+      mbar_arrive_expect_tx(pv_bar, kPTx);
+      mbar_arrive_expect_tx(k_bar, k_tx);
+      mbar_arrive_expect_tx(v_bar, v_tx);
       fence_barrier_init();
     }
     __syncthreads();  // the barriers before any TMA of this CTA completes on them (warps 0 and 1 issue)
@@ -319,14 +308,14 @@ struct DecodeSpread {
     // (cp.async, lane l of a 32-key group has key l's page; each instruction
     // copies whole 16-byte runs of a few rows, the row pointers shuffled
     // from their lane; keys >= lk are zero).
-    if (warp == 0 && p.use_tma) {
+    if (warp == 0 && tma) {
       prefetch_tensor_map(&p.tma_k);
       prefetch_tensor_map(&p.tma_v_cols);
     }
 #pragma unroll
     for (int bl = 0; bl < kBpc; ++bl) {
       const int bi = bi0 + bl, k0 = (n_base + bi) * kBn;
-      if (!walked(bi) || !by_tma(bi) || warp != 0) continue;
+      if (!walked(bi) || !tma || warp != 0) continue;
       const int pg = page_of_box((bi * boxes + lane) % (Cfg::kSplit / 8));
       if (lane < boxes && box_valid(bi, lane)) {
 #pragma unroll
@@ -347,7 +336,7 @@ struct DecodeSpread {
     for (int gi = 0; gi < kKeyGroups; ++gi) {
       const int kl = (warp + 4 * gi) * 32;  // first key of the group, among the CTA's kBpc * Bn
       const int bl = kl / kBn;
-      if (!walked(bi0 + bl) || by_tma(bi0 + bl)) continue;  // warp-uniform
+      if (!walked(bi0 + bl) || tma) continue;  // warp-uniform
       const unsigned long long krow =
           row_of(kc, p.k_page_stride, p.k_row_stride, p.k_head_stride, page[gi], split_k0 + bi0 * kBn + kl + lane);
       constexpr int kUnitsPerRow = kD / 8;
@@ -371,14 +360,14 @@ struct DecodeSpread {
       for (int j0 = j_lo; j0 < j_hi; j0 += 32) {  // warp-uniform trip count
         const int j = j0 + lane, bi = j / boxes;
         const int pg = page_of_box(j % (Cfg::kSplit / 8));
-        if (j < j_hi && by_tma(bi) && box_valid(bi, j % boxes))
+        if (j < j_hi && tma && box_valid(bi, j % boxes))
           tma_load_4d(base + kOffVS + j * p.box_rows * kCols * 2, &p.tma_v_cols, v_bar, rank * kCols,
                       box_slot((n_base + bi) * kBn, j % boxes), hk, pg);
       }
     }
     for (int n = w.n_first; n <= w.n_last; ++n) {  // caches TMA cannot box
       const int bi = n - n_base, k0 = n * kBn;
-      if (by_tma(bi)) continue;  // CTA-uniform
+      if (tma) continue;  // CTA-uniform
       for (int u = tid; u < kBn * kPlanes; u += kThreads) {
         const int kb = u / kPlanes, c = u % kPlanes, key = k0 + kb;
         int pg = b;
@@ -512,7 +501,7 @@ struct DecodeSpread {
     // CTA's columns, blocks ascending, keys ascending
     spread_wait(pv_bar, 0, 3);
     spread_wait(v_bar, 0, 4);
-    if (p.use_tma && (w.n_last + 1) * kBn > w.lk) {  // CTA-uniform: V's rows past lk of the last block, zero
+    if (tma && (w.n_last + 1) * kBn > w.lk) {  // CTA-uniform: V's rows past lk of the last block, zero
       const int bi = w.n_last - n_base, r0 = w.lk - w.n_last * kBn;
       for (int u = tid; u < (kBn - r0) * kPlanes; u += kThreads)
         *reinterpret_cast<uint4*>(base + kOffVS + ((bi * kBn + r0 + u / kPlanes) * kCols + (u % kPlanes) * 8) * 2) =
