@@ -4,9 +4,9 @@
 # (gemm_bits_dump, every entry forced), test_cuda.py -k gemm and
 # bench_dense --gemm-only's entry checks on the new one, then issue 6's 76
 # GEMM points (gemm_cluster_probe.py --configs default, clean L2) for each
-# library, alternated ROUNDS times (default 2), and the CUTLASS probe
-# (bench/cutlass_probe) at a few shapes when CUTL=1. VARIANTS adds
-# newnone: the new library with SAMEBITS_GEMM_L2_PROMOTION=none.
+# library (CAPTURES graphs each, default 3), alternated ROUNDS times
+# (default 2), and the CUTLASS probe (bench/cutlass_probe, its library in
+# OLD) at a few shapes when CUTL=1.
 CARRY=${CARRY:-.carry/gu}
 source bench/device_common.sh
 O=$PWD/${OLD:-.carry/cutl}
@@ -31,9 +31,8 @@ for nk in 4096x4096 14336x4096 4096x14336 128256x4096; do for m in $MS; do SH="$
 for r in $(seq 1 "${ROUNDS:-2}"); do
   for v in ${VARIANTS:-new old}; do
     L=$C/libsamebits.so; [ $v = old ] && L=$O/libsamebits.so
-    E=(); [ $v = newnone ] && E=(SAMEBITS_GEMM_L2_PROMOTION=none)
-    env "${E[@]}" SAMEBITS_LIBRARY=$L PYTHONPATH=python timeout 300 python3 bench/gemm_cluster_probe.py --configs default \
-      --shapes "$SH" --reps ${REPS:-11} --out "$OUT/table_${v}_$r.json" > "$OUT/table_${v}_$r.log" 2>&1
+    SAMEBITS_LIBRARY=$L PYTHONPATH=python timeout 300 python3 bench/gemm_cluster_probe.py --configs default \
+      --shapes "$SH" --reps ${REPS:-11} --captures ${CAPTURES:-3} --out "$OUT/table_${v}_$r.json" > "$OUT/table_${v}_$r.log" 2>&1
     echo "table $v round $r rc=$?"
   done
 done
@@ -50,7 +49,7 @@ def load(v):
         except Exception as e:
             print("missing", v, r, e)
     return t
-vs = [v for v in ("old", "new", "newnone")]
+vs = ["old", "new"]
 t = {v: load(v) for v in vs}
 vs = [v for v in vs if t[v]]
 below = {v: 0 for v in vs}

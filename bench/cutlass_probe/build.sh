@@ -7,7 +7,7 @@ INC=${CUTLASS_DIR:?set CUTLASS_DIR to .../cutlass_library/source}
 F="-O3 -DNDEBUG -std=c++17 --expt-relaxed-constexpr -Xcompiler=-fPIC -gencode=arch=compute_90a,code=sm_90a -I$INC/include -I$INC/tools/util/include"
 mkdir -p obj
 pids=()
-for c in ${CFGS:-0 1 2 3 4 5}; do
+for c in ${CFGS:-0 1 2 3 4 5 6 7 8 9}; do
   nvcc $F -DSBC_CFG=$c -c probe.cu -o obj/cfg$c.o &
   pids+=($!)
   if [ ${#pids[@]} -ge ${JOBS:-2} ]; then wait ${pids[0]}; pids=("${pids[@]:1}"); fi

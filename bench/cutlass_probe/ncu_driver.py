@@ -27,7 +27,7 @@ x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16, generator=g)
 w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16, generator=g) / 64
 for v in args.sb.split(","):
     tile, _, promo = v.partition("@")
-    for k_, val in (("SAMEBITS_GEMM_TILE", tile), ("SAMEBITS_GEMM_L2_PROMOTION", promo)):
+    for k_, val in (("SAMEBITS_GEMM_TILE", tile), ("SAMEBITS_GEMM_EPILOGUE", promo)):
         os.environ.pop(k_, None)
         if val and val != "default":
             os.environ[k_] = val

@@ -37,6 +37,18 @@ using KSched = cutlass::gemm::KernelTmaWarpSpecializedCooperative; using ESched 
 #elif SBC_CFG == 5
 using SbcTile = Shape<_256, _128, _64>; using SbcCluster = Shape<_1, _2, _1>;
 using KSched = cutlass::gemm::KernelTmaWarpSpecializedCooperative; using ESched = cutlass::epilogue::TmaWarpSpecializedCooperative;
+#elif SBC_CFG == 6
+using SbcTile = Shape<_128, _96, _64>; using SbcCluster = Shape<_1, _2, _1>;
+using KSched = cutlass::gemm::KernelTmaWarpSpecializedCooperative; using ESched = cutlass::epilogue::TmaWarpSpecializedCooperative;
+#elif SBC_CFG == 7
+using SbcTile = Shape<_128, _160, _64>; using SbcCluster = Shape<_2, _1, _1>;
+using KSched = cutlass::gemm::KernelTmaWarpSpecializedCooperative; using ESched = cutlass::epilogue::TmaWarpSpecializedCooperative;
+#elif SBC_CFG == 8
+using SbcTile = Shape<_128, _96, _64>; using SbcCluster = Shape<_1, _1, _1>;
+using KSched = cutlass::gemm::KernelTmaWarpSpecializedCooperative; using ESched = cutlass::epilogue::TmaWarpSpecializedCooperative;
+#elif SBC_CFG == 9
+using SbcTile = Shape<_128, _160, _64>; using SbcCluster = Shape<_1, _1, _1>;
+using KSched = cutlass::gemm::KernelTmaWarpSpecializedCooperative; using ESched = cutlass::epilogue::TmaWarpSpecializedCooperative;
 #endif
 
 using Bf = cutlass::bfloat16_t;
@@ -88,8 +100,8 @@ extern "C" int SBC_CAT(sbc_gemm_, SBC_CFG)(const void* a, const void* b, void* d
 #define SBC_DECL(n)                                                                  \
   extern "C" size_t sbc_workspace_##n(int, int, int);                                \
   extern "C" int sbc_gemm_##n(const void*, const void*, void*, int, int, int, void*, cudaStream_t);
-SBC_DECL(0) SBC_DECL(1) SBC_DECL(2) SBC_DECL(3) SBC_DECL(4) SBC_DECL(5)
-extern "C" int sbc_configs() { return 6; }
+SBC_DECL(0) SBC_DECL(1) SBC_DECL(2) SBC_DECL(3) SBC_DECL(4) SBC_DECL(5) SBC_DECL(6) SBC_DECL(7) SBC_DECL(8) SBC_DECL(9)
+extern "C" int sbc_configs() { return 10; }
 extern "C" size_t sbc_workspace(int cfg, int m, int n, int k) {
   switch (cfg) {
     case 0: return sbc_workspace_0(m, n, k);
@@ -98,6 +110,10 @@ extern "C" size_t sbc_workspace(int cfg, int m, int n, int k) {
     case 3: return sbc_workspace_3(m, n, k);
     case 4: return sbc_workspace_4(m, n, k);
     case 5: return sbc_workspace_5(m, n, k);
+    case 6: return sbc_workspace_6(m, n, k);
+    case 7: return sbc_workspace_7(m, n, k);
+    case 8: return sbc_workspace_8(m, n, k);
+    case 9: return sbc_workspace_9(m, n, k);
   }
   return 0;
 }
@@ -110,6 +126,10 @@ extern "C" int sbc_gemm(int cfg, const void* a, const void* b, void* d, int m, i
     case 3: return sbc_gemm_3(a, b, d, m, n, k, ws, st);
     case 4: return sbc_gemm_4(a, b, d, m, n, k, ws, st);
     case 5: return sbc_gemm_5(a, b, d, m, n, k, ws, st);
+    case 6: return sbc_gemm_6(a, b, d, m, n, k, ws, st);
+    case 7: return sbc_gemm_7(a, b, d, m, n, k, ws, st);
+    case 8: return sbc_gemm_8(a, b, d, m, n, k, ws, st);
+    case 9: return sbc_gemm_9(a, b, d, m, n, k, ws, st);
   }
   return 9;
 }
