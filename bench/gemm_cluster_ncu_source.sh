@@ -3,7 +3,8 @@
 # 512 x 4096 x 14336) and 128x128m2 (forced) kernels: where their warps wait.
 # Writes $OUT/summary.txt (the top instructions by samples of each kernel)
 # and $OUT/warpstate.txt; the report stays on the device.
-# usage: CARRY=.carry/gemmc bash bench/gemm_cluster_ncu_source.sh
+# usage: CARRY=.carry/gemmc bash bench/gemm_cluster_ncu_source.sh (TILES= forced entries,
+# SHAPE="--m M --n N --k K": another shape)
 set -uo pipefail
 source bench/device_common.sh
 export SAMEBITS_LIBRARY=$C/libsamebits.so PYTHONPATH=$PWD/python
@@ -12,7 +13,7 @@ NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*
 R=/tmp/gemm_src
 timeout 300 "$NCU" --clock-control none --cache-control all -k 'regex:gemm_tma_wgmma_kernel' \
   --section SourceCounters --section WarpStateStats -o $R -f \
-  python3 bench/gemm_v3_ncu_driver.py --tiles 128x128m2 --m 512 --n 4096 --k 14336 > "$OUT/ncu.log" 2>&1
+  python3 bench/gemm_v3_ncu_driver.py --tiles ${TILES:-128x128m2} ${SHAPE:---m 512 --n 4096 --k 14336} > "$OUT/ncu.log" 2>&1
 echo "ncu rc=$?"
 "$NCU" --import $R.ncu-rep --page details --csv > /tmp/details.csv 2>&1
 "$NCU" --import $R.ncu-rep --page source --csv --print-source sass > /tmp/source.csv 2>/tmp/source.err
@@ -68,5 +69,12 @@ with open(out + "/summary.txt", "w") as f:
         for i, h in reasons[:40]:
             s = sum(num(r[i]) for r in data if len(r) > i)
             if s: f.write(f"   {h}: {s:.0f}\n")
+        # samples by 16 KiB of code (where in the kernel the warps wait)
+        buckets = {}
+        for r in data:
+            try: a = int(r[ia], 16)
+            except Exception: continue
+            buckets[a >> 14] = buckets.get(a >> 14, 0) + num(r[iall])
+        f.write("samples by 16 KiB of code: " + " ".join(f"{k * 16}K:{v:.0f}" for k, v in sorted(buckets.items()) if v) + "\n")
 PY
 cat "$OUT/summary.txt" | head -150

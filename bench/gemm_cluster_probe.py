@@ -25,6 +25,10 @@ ap.add_argument("--out", required=True)
 ap.add_argument("--reps", type=int, default=15)
 ap.add_argument("--shapes", default="512x4096x14336,640x4096x14336,192x4096x4096,384x4096x4096,1024x4096x4096")
 ap.add_argument("--configs", default="", help="comma list of configuration names to run (default: all)")
+ap.add_argument("--captures", type=int, default=1,
+                help="graphs captured per configuration (each with its own output buffer), timed in turn; the "
+                     "time reported is the median over all of them (the output's placement moves a call's time)")
+ap.add_argument("--tiles", default="", help="comma list of entries to force (SAMEBITS_GEMM_TILE), run after --configs")
 ap.add_argument("--flush", choices=("read", "write"), default="read",
                 help="read: 256 MiB written then 256 MiB read (clean L2); write: the 256 MiB write alone (dirty L2)")
 args = ap.parse_args()
@@ -47,6 +51,7 @@ CONFIGS = [
 ]
 if args.configs:
     CONFIGS = [c for c in CONFIGS if c[0] in args.configs.split(",")]
+CONFIGS += [(t, {"SAMEBITS_GEMM_TILE": t}) for t in args.tiles.split(",") if t and t not in dict(CONFIGS)]
 KNOBS = ("SAMEBITS_GEMM_TILE", "SAMEBITS_GEMM_FAKE_CLUSTER", "SAMEBITS_GEMM_CLUSTER_POLICY", "SAMEBITS_GEMM_EPILOGUE")
 
 
@@ -76,28 +81,30 @@ for sh in args.shapes.split(","):
     g = torch.Generator(device="cuda").manual_seed(M + N + K)
     x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16, generator=g)
     w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16, generator=g) / 64
-    runs = {}
+    runs = {}  # (configuration, capture) -> graph
     ref = None
     for name, env in CONFIGS:
         set_env(env)
         try:
-            gr, out = graphed(lambda: D.linear(x, w))
-            gr.replay()
-            torch.cuda.synchronize()
+            for cap in range(args.captures):
+                gr, out = graphed(lambda: D.linear(x, w))
+                gr.replay()
+                torch.cuda.synchronize()
+                if ref is None:
+                    ref = out.clone()
+                elif not torch.equal(out, ref):
+                    fails.append((sh, name, "bits differ from the default"))
+                runs[(name, cap)] = gr
         except Exception as e:  # noqa: BLE001 - an entry that cannot run this shape
             fails.append((sh, name, f"{type(e).__name__}: {str(e)[:100]}"))
             continue
-        if ref is None:
-            ref = out.clone()
-        elif not torch.equal(out, ref):
-            fails.append((sh, name, "bits differ from the default"))
-        runs[name] = gr
     set_env({})
-    runs["cuBLAS"] = graphed(lambda: F.linear(x, w))[0]
-    ts = {k: [] for k in runs}
+    for cap in range(args.captures):
+        runs[("cuBLAS", cap)] = graphed(lambda: F.linear(x, w))[0]
+    ts = {k[0]: [] for k in runs}
     e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     for _ in range(args.reps):
-        for name, gr in runs.items():
+        for (name, _cap), gr in runs.items():
             flush_w.zero_()
             if args.flush == "read":
                 flush_r.sum()

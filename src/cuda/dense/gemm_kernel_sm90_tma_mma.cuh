@@ -21,7 +21,7 @@ template <class Cfg, bool kF16>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_mma_kernel(const __grid_constant__ GemmTmaParams p) {
   extern __shared__ uint8_t smem_raw[];
   const SmemRing<Cfg> ring = SmemRing<Cfg>::carve(smem_raw);
-  const int warp = threadIdx.x / 32;
+  const int warp = __shfl_sync(0xffffffffu, int(threadIdx.x / 32), 0);  // warp-uniform to the compiler
   if (threadIdx.x == 0) {
     ring.init(Cfg::kWarpsN);  // lane 0 of every consumer warp
     mbar_fence_init();

@@ -53,7 +53,9 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_wgmma
   extern __shared__ uint8_t smem_raw[];
   const SmemRing<Cfg> ring = SmemRing<Cfg>::carve(smem_raw);
 
-  const int wg = threadIdx.x / 128;
+  // the warpgroup index, broadcast so that the compiler knows it is
+  // warp-uniform (the k loops' descriptors then live in uniform registers)
+  const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x / 128), 0);
   if (threadIdx.x == 0) {
     ring.init(4 * Cfg::kReadersPerStage * Cfg::kClusterM);  // lane 0 of every reading warp, every cluster CTA
     if constexpr (Cfg::kPingPong) {

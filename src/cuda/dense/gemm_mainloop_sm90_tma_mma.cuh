@@ -36,10 +36,10 @@ __device__ __forceinline__ void consume_tile_mma(const GemmTmaParams& p, const S
   // issued (the asm statements keep their order, so loading step by step
   // would put an ldmatrix latency in front of every step of the chain).
   constexpr int kSteps = kBK / 16;
-  for (int kb = 0; kb < p.k_tiles; ++kb, ++it) {
-    const int s = int(it % Cfg::kStages);
-    mbar_wait(&ring.full[s], (it / Cfg::kStages) & 1);  // stage s landed
-    const uint32_t a0 = smem_addr(ring.a_stage(s)), b0 = smem_addr(ring.b_stage(s));
+  RingPos<Cfg> pos(it);
+  for (int kb = 0; kb < p.k_tiles; ++kb, ++it, pos.next()) {
+    mbar_wait_at(ring.full_at + 8 * pos.s, pos.parity);  // stage s landed
+    const uint32_t a0 = ring.a_at + pos.s * Cfg::kABytes, b0 = ring.b_at + pos.s * Cfg::kBBytes;
     uint32_t a[kSteps][Cfg::kMBlocks][4];
     uint32_t b[kSteps][Cfg::kNB / 2][4];
 #pragma unroll
@@ -65,7 +65,7 @@ __device__ __forceinline__ void consume_tile_mma(const GemmTmaParams& p, const S
     // every ldmatrix of stage s has delivered (the mma's above consumed its
     // registers): release it
     __syncwarp();
-    if (lane == 0) mbar_arrive(&ring.empty[s]);
+    if (lane == 0) mbar_arrive_at(ring.empty_at + 8 * pos.s);
   }
 }
 

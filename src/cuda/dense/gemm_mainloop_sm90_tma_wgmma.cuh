@@ -42,6 +42,9 @@ struct SmemRing {
   uint64_t* full;   // kStages
   uint64_t* empty;  // kStages
   uint64_t* order;  // 2, ping-pong only: order[c] = "consumer c may start its next mainloop"
+  // The same as shared-space addresses, for the k loops: computed once, so
+  // that the loops add constant offsets instead of converting pointers.
+  uint32_t a_at, b_at, full_at, empty_at;
   __device__ uint8_t* a_stage(int s) const { return a + s * Cfg::kABytes; }
   __device__ uint8_t* b_stage(int s) const { return b + s * Cfg::kBBytes; }
   // The layout in dynamic shared memory (Cfg::kSmemBytes): from the base
@@ -49,7 +52,9 @@ struct SmemRing {
   // kStages B stages, the staged epilogue's buffers (kEpiBytes), full[kStages],
   // empty[kStages], order[2].
   __device__ static SmemRing carve(uint8_t* smem_raw) {
-    uint8_t* base = reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+    const uint32_t raw = smem_addr(smem_raw);
+    const uint32_t pad = ((raw + 1023) & ~1023u) - raw;  // to the 1024-byte aligned base
+    uint8_t* base = smem_raw + pad;
     SmemRing r;
     r.a = base;
     r.b = base + Cfg::kStages * Cfg::kABytes;
@@ -57,6 +62,10 @@ struct SmemRing {
     r.full = reinterpret_cast<uint64_t*>(r.epi + Cfg::kEpiBytes);
     r.empty = r.full + Cfg::kStages;
     r.order = r.empty + Cfg::kStages;
+    r.a_at = raw + pad;
+    r.b_at = r.a_at + Cfg::kStages * Cfg::kABytes;
+    r.full_at = r.b_at + Cfg::kStages * Cfg::kBBytes + Cfg::kEpiBytes;
+    r.empty_at = r.full_at + 8 * Cfg::kStages;
     return r;
   }
   // One thread, before anyone waits: full[s] completes on the producer's
@@ -65,6 +74,21 @@ struct SmemRing {
     for (int s = 0; s < Cfg::kStages; ++s) {
       mbar_init(&full[s], 1);
       mbar_init(&empty[s], releases);
+    }
+  }
+};
+
+// A position in the ring: stage s = it % kStages and the phase parity
+// (it / kStages) & 1 of the running k-tile count `it`, advanced by one k
+// tile at a time without a division.
+template <class Cfg>
+struct RingPos {
+  uint32_t s, parity;
+  __device__ explicit RingPos(uint32_t it) : s(it % Cfg::kStages), parity((it / Cfg::kStages) & 1) {}
+  __device__ void next() {
+    if (++s == Cfg::kStages) {
+      s = 0;
+      parity ^= 1;
     }
   }
 };
@@ -85,17 +109,17 @@ __device__ __forceinline__ void produce_tile(const GemmTmaParams& p, const SmemR
       if (int64_t(nt) * Cfg::BN + r * Cfg::kBBoxRows < p.n) bytes += Cfg::kBBoxBytes;
     b_live = int64_t(nt) * Cfg::BN + int64_t(rank) * Cfg::kBBoxRows < p.n;
   }
-  for (int kb = 0; kb < p.k_tiles; ++kb, ++it) {
-    const int s = int(it % Cfg::kStages);
-    const uint32_t parity = (it / Cfg::kStages) & 1;
-    mbar_wait(&ring.empty[s], parity ^ 1);  // consumers (of every cluster CTA) released stage s
-    mbar_arrive_expect_tx(&ring.full[s], bytes);
-    if (a_live) tma_load_3d(ring.a_stage(s), &p.tma_a, &ring.full[s], kb * kBK, mt * Cfg::BM, za);
+  RingPos<Cfg> pos(it);
+  for (int kb = 0; kb < p.k_tiles; ++kb, ++it, pos.next()) {
+    const uint32_t full = ring.full_at + 8 * pos.s;
+    mbar_wait_at(ring.empty_at + 8 * pos.s, pos.parity ^ 1);  // consumers (of every cluster CTA) released stage s
+    mbar_arrive_expect_tx_at(full, bytes);
+    if (a_live) tma_load_3d_at(ring.a_at + pos.s * Cfg::kABytes, &p.tma_a, full, kb * kBK, mt * Cfg::BM, za);
     if constexpr (Cfg::kClusterM == 1) {
-      tma_load_3d(ring.b_stage(s), &p.tma_b, &ring.full[s], kb * kBK, nt * Cfg::BN, zb);
+      tma_load_3d_at(ring.b_at + pos.s * Cfg::kBBytes, &p.tma_b, full, kb * kBK, nt * Cfg::BN, zb);
     } else if (b_live) {  // slice `rank` of B into stage s of every cluster CTA
-      tma_load_3d_multicast(ring.b_stage(s) + rank * Cfg::kBBoxBytes, &p.tma_b, &ring.full[s], kb * kBK,
-                            nt * Cfg::BN + int(rank) * Cfg::kBBoxRows, zb, uint16_t((1u << Cfg::kClusterM) - 1));
+      tma_load_3d_multicast_at(ring.b_at + pos.s * Cfg::kBBytes + rank * Cfg::kBBoxBytes, &p.tma_b, full, kb * kBK,
+                               nt * Cfg::BN + int(rank) * Cfg::kBBoxRows, zb, uint16_t((1u << Cfg::kClusterM) - 1));
     }
   }
 }
@@ -103,12 +127,12 @@ __device__ __forceinline__ void produce_tile(const GemmTmaParams& p, const SmemR
 // Consumer warp lane 0: stage s is no longer read by this warp (arrive on
 // empty[s] of every CTA of the cluster).
 template <class Cfg>
-__device__ __forceinline__ void release_stage(const SmemRing<Cfg>& ring, int s) {
+__device__ __forceinline__ void release_stage(const SmemRing<Cfg>& ring, uint32_t s) {
   if constexpr (Cfg::kClusterM == 1) {
-    mbar_arrive(&ring.empty[s]);
+    mbar_arrive_at(ring.empty_at + 8 * s);
   } else {
 #pragma unroll
-    for (int r = 0; r < Cfg::kClusterM; ++r) mbar_arrive_cluster(&ring.empty[s], uint32_t(r));
+    for (int r = 0; r < Cfg::kClusterM; ++r) mbar_arrive_cluster_at(ring.empty_at + 8 * s, uint32_t(r));
   }
 }
 
@@ -118,28 +142,35 @@ __device__ __forceinline__ void release_stage(const SmemRing<Cfg>& ring, int s) 
 // kb = 0, 1, ...: gemm A[:, kb*64 + 16j ..] * B[kb*64 + 16j .., :] for
 // j = 0..3, in that order, into every acc[f]. `loads_done()` runs once the
 // last k tile's stage has been waited on (before the last wgmma's complete).
+// cm and cn must be warp-uniform values the compiler can see as such (the
+// kernel broadcasts the warpgroup index): the descriptors are then built
+// in uniform registers, next to the wgmma's that read them.
 template <class Cfg, bool kF16, int F, class LoadsDone>
 __device__ __forceinline__ void consume_tile(const GemmTmaParams& p, const SmemRing<Cfg>& ring, uint32_t& it,
                                              int cm, int cn, float (&acc)[F][Cfg::WN / 2], LoadsDone loads_done) {
   using Mma = Wgmma<Cfg::WN, kF16>;
-  constexpr uint64_t kFragDesc = (64 * kBK * 2) >> 4;  // descriptor start-address units between fragments
+  // descriptor units (16 bytes) between fragments, stages and k16 slices
+  constexpr uint32_t kFragDesc = (64 * kBK * 2) >> 4, kAStageDesc = Cfg::kABytes >> 4,
+                     kBStageDesc = Cfg::kBBytes >> 4, kK16Desc = 32 >> 4;
+  const uint32_t da0 = desc_k_major_sw128_lo(ring.a_at + cm * F * 64 * kBK * 2);
+  const uint32_t db0 = desc_k_major_sw128_lo(ring.b_at + cn * Cfg::WN * kBK * 2);
   const bool signal = (threadIdx.x % 32) == 0;
 #pragma unroll
   for (int f = 0; f < F; ++f)
 #pragma unroll
     for (int i = 0; i < Cfg::WN / 2; ++i) acc[f][i] = 0.0f;
+  RingPos<Cfg> pos(it);
+  uint32_t prev = 0;  // the previous k tile's stage
   for (int kb = 0; kb < p.k_tiles; ++kb, ++it) {
-    const int s = int(it % Cfg::kStages);
-    mbar_wait(&ring.full[s], (it / Cfg::kStages) & 1);  // stage s landed
-    const uint64_t da = desc_k_major_sw128(smem_addr(ring.a_stage(s) + cm * F * 64 * kBK * 2));
-    const uint64_t db = desc_k_major_sw128(smem_addr(ring.b_stage(s) + cn * Cfg::WN * kBK * 2));
+    mbar_wait_at(ring.full_at + 8 * pos.s, pos.parity);  // stage s landed
+    const uint32_t da = da0 + pos.s * kAStageDesc, db = db0 + pos.s * kBStageDesc;
 #pragma unroll
     for (int f = 0; f < F; ++f) fence_regs(acc[f]);
     wgmma_fence();
 #pragma unroll
-    for (int j = 0; j < kBK / 16; ++j)  // +32 bytes per k16
+    for (int j = 0; j < kBK / 16; ++j)
 #pragma unroll
-      for (int f = 0; f < F; ++f) Mma::mma(acc[f], da + f * kFragDesc + 2 * j, db + 2 * j);
+      for (int f = 0; f < F; ++f) Mma::mma(acc[f], desc_sw128(da + f * kFragDesc + j * kK16Desc), desc_sw128(db + j * kK16Desc));
     wgmma_commit();
 #pragma unroll
     for (int f = 0; f < F; ++f) fence_regs(acc[f]);
@@ -147,13 +178,15 @@ __device__ __forceinline__ void consume_tile(const GemmTmaParams& p, const SmemR
     wgmma_wait<1>();
 #pragma unroll
     for (int f = 0; f < F; ++f) fence_regs(acc[f]);
-    if (kb > 0 && signal) release_stage<Cfg>(ring, int((it - 1) % Cfg::kStages));
+    if (kb > 0 && signal) release_stage<Cfg>(ring, prev);
+    prev = pos.s;
+    pos.next();
   }
   loads_done();
   wgmma_wait<0>();
 #pragma unroll
   for (int f = 0; f < F; ++f) fence_regs(acc[f]);
-  if (p.k_tiles > 0 && signal) release_stage<Cfg>(ring, int((it - 1) % Cfg::kStages));  // the last stage
+  if (p.k_tiles > 0 && signal) release_stage<Cfg>(ring, prev);  // the last stage
 }
 
 }  // namespace samebits::cuda::dense::sm90

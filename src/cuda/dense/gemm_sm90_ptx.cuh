@@ -20,52 +20,60 @@ __device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
 __device__ __forceinline__ void mbar_fence_init() {
   asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
 }
-__device__ __forceinline__ void mbar_arrive(uint64_t* bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(smem_addr(bar)) : "memory");
+__device__ __forceinline__ void mbar_arrive_at(uint32_t bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" ::"r"(bar) : "memory");
 }
+__device__ __forceinline__ void mbar_arrive(uint64_t* bar) { mbar_arrive_at(smem_addr(bar)); }
 // Arrives and adds `bytes` to the transaction count the phase waits for.
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
-  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(smem_addr(bar)),
-               "r"(bytes)
-               : "memory");
+__device__ __forceinline__ void mbar_arrive_expect_tx_at(uint32_t bar, uint32_t bytes) {
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 }
-// Spins until the phase of parity `parity` has completed.
-__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) {
-  const uint32_t a = smem_addr(bar);
+__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
+  mbar_arrive_expect_tx_at(smem_addr(bar), bytes);
+}
+// Spins until the phase of parity `parity` of the mbarrier at shared
+// address `bar` has completed.
+__device__ __forceinline__ void mbar_wait_at(uint32_t bar, uint32_t parity) {
   uint32_t done = 0;
   do {
     asm volatile(
         "{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
         : "=r"(done)
-        : "r"(a), "r"(parity)
+        : "r"(bar), "r"(parity)
         : "memory");
   } while (!done);
 }
+__device__ __forceinline__ void mbar_wait(uint64_t* bar, uint32_t parity) { mbar_wait_at(smem_addr(bar), parity); }
 
 // ---- TMA --------------------------------------------------------------------
 __device__ __forceinline__ void tma_prefetch_desc(const CUtensorMap* map) {
   asm volatile("prefetch.tensormap [%0];\n" ::"l"(reinterpret_cast<uint64_t>(map)) : "memory");
 }
-// 3-D tile load (x = k, y = row, z = batch) into shared memory; completes
-// `bytes of the box` on `bar`. Out-of-range elements are filled with zeros.
-__device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, uint64_t* bar, int32_t x,
-                                            int32_t y, int32_t z) {
+// 3-D tile load (x = k, y = row, z = batch) into shared memory at `dst`;
+// completes `bytes of the box` on the mbarrier at `bar` (shared addresses).
+// Out-of-range elements are filled with zeros.
+__device__ __forceinline__ void tma_load_3d_at(uint32_t dst, const CUtensorMap* map, uint32_t bar, int32_t x,
+                                               int32_t y, int32_t z) {
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
-      " [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(smem_addr(dst)),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_addr(bar)), "r"(x), "r"(y), "r"(z)
+      " [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(x), "r"(y), "r"(z)
       : "memory");
+}
+__device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, uint64_t* bar, int32_t x,
+                                            int32_t y, int32_t z) {
+  tma_load_3d_at(smem_addr(dst), map, smem_addr(bar), x, y, z);
 }
 
 // Multicast variant: the box lands at the same shared-memory offset `dst` in
 // every CTA of the cluster named in `cta_mask` (bit r = cluster rank r), and
 // completes its bytes on the mbarrier at offset `bar` of each of those CTAs.
-__device__ __forceinline__ void tma_load_3d_multicast(void* dst, const CUtensorMap* map, uint64_t* bar,
-                                                      int32_t x, int32_t y, int32_t z, uint16_t cta_mask) {
+__device__ __forceinline__ void tma_load_3d_multicast_at(uint32_t dst, const CUtensorMap* map, uint32_t bar,
+                                                         int32_t x, int32_t y, int32_t z, uint16_t cta_mask) {
   asm volatile(
       "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-      " [%0], [%1, {%3, %4, %5}], [%2], %6;\n" ::"r"(smem_addr(dst)),
-      "l"(reinterpret_cast<uint64_t>(map)), "r"(smem_addr(bar)), "r"(x), "r"(y), "r"(z), "h"(cta_mask)
+      " [%0], [%1, {%3, %4, %5}], [%2], %6;\n" ::"r"(dst),
+      "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(x), "r"(y), "r"(z), "h"(cta_mask)
       : "memory");
 }
 
@@ -124,12 +132,15 @@ __device__ __forceinline__ void cluster_sync() {
 // reads (async proxy) are complete at wgmma.wait_group, before the arrive; the
 // peer's TMA write into the stage is ordered after the barrier phase it waits
 // on. (The same form as CUTLASS's ClusterBarrier::arrive(cta_id, pred).)
-__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta_rank) {
+__device__ __forceinline__ void mbar_arrive_cluster_at(uint32_t bar, uint32_t cta_rank) {
   asm volatile(
       "{\n.reg .b32 ra;\nmapa.shared::cluster.u32 ra, %0, %1;\n"
-      "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(smem_addr(bar)),
+      "mbarrier.arrive.shared::cluster.b64 _, [ra];\n}\n" ::"r"(bar),
       "r"(cta_rank)
       : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta_rank) {
+  mbar_arrive_cluster_at(smem_addr(bar), cta_rank);
 }
 
 // ---- wgmma ----------------------------------------------------------------
@@ -182,13 +193,20 @@ __device__ __forceinline__ void fence_regs(float (&d)[R]) {
 // 128-byte swizzle: rows of 64 16-bit elements (128 bytes), 8-row swizzle
 // atoms 1024 bytes apart (stride byte offset), tile base 1024-byte aligned.
 // The k16 slice j of the 64-wide k tile starts 32*j bytes into the row.
+// The descriptor as two 32-bit words: the low word holds the start address
+// (bits 0-13, address / 16) and the leading byte offset (bits 16-29, 1:
+// unused with swizzle); the high word the stride byte offset (bits 32-45:
+// 1024 / 16) and the layout (bits 62-63: 1 = 128-byte swizzle). Offsets
+// into the tile (a k16 slice, a 64-row fragment, a stage) are added to the
+// low word in units of 16 bytes: shared addresses stay below 256 KiB, so
+// the start address never carries into the leading byte offset.
+constexpr uint32_t kDescSw128Hi = (1024u >> 4) | (1u << 30);
+__device__ __forceinline__ uint32_t desc_k_major_sw128_lo(uint32_t smem_byte_addr) {
+  return ((smem_byte_addr & 0x3FFFF) >> 4) | (1u << 16);
+}
+__device__ __forceinline__ uint64_t desc_sw128(uint32_t lo) { return (uint64_t(kDescSw128Hi) << 32) | lo; }
 __device__ __forceinline__ uint64_t desc_k_major_sw128(uint32_t smem_byte_addr) {
-  uint64_t d = 0;
-  d |= uint64_t((smem_byte_addr & 0x3FFFF) >> 4);  // start address
-  d |= uint64_t(1) << 16;                          // leading byte offset (unused with swizzle)
-  d |= uint64_t(1024 >> 4) << 32;                  // stride byte offset: 8 rows x 128 B
-  d |= uint64_t(1) << 62;                          // layout: 128-byte swizzle
-  return d;
+  return desc_sw128(desc_k_major_sw128_lo(smem_byte_addr));
 }
 
 // ---- register budget ------------------------------------------------------
