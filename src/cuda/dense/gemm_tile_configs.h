@@ -226,8 +226,7 @@ struct MmaTileConfig {
 // so narrower wgmma N does not shorten the per-k16 latency at small M.
 enum class GemmTile : int {
   T64x32 = 0, T64x64, T64x128, T64x256, T128x128, T128x256, T64x128c2, T128x256m2, T128x128m2, T128x128pp,
-  T128x128ppm2, T16x32s, T16x64s, T32x64s, T192x128, T128x224, T128x192, T128x160, T192x192, T256x160, T128x96,
-  T64x96, kCount
+  T128x128ppm2, T16x32s, T16x64s, T32x64s, T192x128, T128x224, T128x192, T128x160, T192x192, T256x160, T128x96, kCount
 };
 
 constexpr bool kStaged = true;  // TileConfig's kTmaStore
@@ -249,7 +248,6 @@ using Cfg128x160 = TileConfig<2, 1, 160, 5, 1, 1, false, 1, kStaged>;
 using Cfg192x192 = TileConfig<1, 2, 96, 4, 1, 1, false, 3, kStaged>;
 using Cfg256x160 = TileConfig<2, 1, 160, 3, 1, 1, false, 2, kStaged>;
 using Cfg128x96 = TileConfig<2, 1, 96, 8, 1, 1, false, 1, kStaged>;
-using Cfg64x96 = TileConfig<1, 1, 96, 10>;
 using Cfg16x32s = MmaTileConfig<1, 2, 2, 32>;
 using Cfg16x64s = MmaTileConfig<1, 4, 2, 24>;
 using Cfg32x64s = MmaTileConfig<2, 4, 2, 20>;
@@ -276,7 +274,6 @@ inline const char* gemm_tile_name(GemmTile t) {
     case GemmTile::T128x160: return "128x160";
     case GemmTile::T192x192: return "192x192";
     case GemmTile::T256x160: return "256x160";
-    case GemmTile::T64x96: return "64x96";
     default: return "128x96";
   }
 }
@@ -306,7 +303,6 @@ decltype(auto) visit_gemm_tile(GemmTile t, F&& f) {
     case GemmTile::T128x160: return f(Cfg128x160{});
     case GemmTile::T192x192: return f(Cfg192x192{});
     case GemmTile::T256x160: return f(Cfg256x160{});
-    case GemmTile::T64x96: return f(Cfg64x96{});
     default: return f(Cfg128x96{});
   }
 }
@@ -375,9 +371,6 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
     // with >= 1 wave of them, the wide-tile rule (N = 128256 at M = 200:
     // 128x256, 452 us against 651 for 128x128pp, H100)
     if (m > 192 && tiles(128, 128) >= s) return wide_tile();
-    // 64x128 leaves SMs idle and 64x96 still fits one round: 64x96 (N =
-    // 4096 at M = 129-192: 129 CTAs against 96; nineteenth session, below)
-    if (tiles(64, 128) < s && tiles(64, 96) <= s) return GemmTile::T64x96;
     return tiles(64, 128) > 2 * s ? GemmTile::T64x128c2 : GemmTile::T64x128;
   }
   if (m >= 2048) return GemmTile::T128x256;
