@@ -284,7 +284,7 @@ def test_gemm_mma_sync_entry_equals_wgmma_on_wide_values(tile, dtype, monkeypatc
 # 8 columns into a 64-column block, which the TMA clips), fp16 and a batched
 # bmm. The negative control: a changed input row changes that row's staged
 # output, and only that row's.
-GEMM_STAGED_TILES = ["128x128", "128x256", "128x256m2", "192x128", "128x192", "128x224", "128x160", "192x192",
+GEMM_STAGED_TILES = ["128x128", "128x256", "128x256m2", "128x128m2", "192x128", "128x192", "128x224", "128x160", "192x192",
                      "256x160", "128x96"]
 
 

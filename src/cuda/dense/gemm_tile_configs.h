@@ -189,7 +189,13 @@ struct MmaTileConfig {
 //             column tiles.
 //   T128x256m2, T128x128m2  the same CTA tiles in clusters of 2 CTAs along
 //             M, B multicast (L2 -> SM bytes per k tile: 128x256 48 -> 32
-//             KiB, 128x128 32 -> 24 KiB).
+//             KiB, 128x128 32 -> 24 KiB). Both staged since the nineteenth
+//             session (128x128m2 1-2 us faster than direct). With the
+//             uniform-register k loop they run as fast as CUTLASS's own
+//             2x1-cluster kernels of the same tiles, and like those they
+//             lose to their unclustered twins below M = 2048 (H100, 512 x
+//             4096 x 4096: 30.7-31.4 against 27.4-28.6 us; cuBLAS's 2x1
+//             cluster kernel 27.0): forced only.
 //   T128x128pp  ping-pong: 2 consumer warpgroups, each a whole 128x128 tile
 //             (2 m64n128 fragments, 128 accumulator registers like
 //             128x256), alternating tiles, so each epilogue overlaps the
@@ -232,7 +238,7 @@ using Cfg128x128 = TileConfig<2, 1, 128, 7, 1, 1, false, 1, kStaged>;
 using Cfg128x256 = TileConfig<2, 1, 256, 4, 1, 1, false, 1, kStaged>;
 using Cfg64x128c2 = TileConfig<1, 1, 128, 4, 2>;
 using Cfg128x256m2 = TileConfig<2, 1, 256, 4, 1, 2, false, 1, kStaged>;
-using Cfg128x128m2 = TileConfig<2, 1, 128, 7, 1, 2>;
+using Cfg128x128m2 = TileConfig<2, 1, 128, 7, 1, 2, false, 1, kStaged>;
 using Cfg128x128pp = TileConfig<2, 1, 128, 7, 1, 1, true>;
 using Cfg128x128ppm2 = TileConfig<2, 1, 128, 7, 1, 2, true>;
 using Cfg192x128 = TileConfig<1, 2, 64, 5, 1, 1, false, 3, kStaged>;
