@@ -19,7 +19,8 @@ leaves the whole L2 dirty, so the timed call also pays for writing ~50 MB
 back to memory as its own reads evict those lines: on an H100, 1 x 32k
 measured 66 % of copy this way against 76-78 % with the read flush, and
 every peer lost alike (docs/decode_design.md, "The L2 flush").
---graph: every implementation is captured once in a CUDA graph and the
+--graph: every implementation is captured in a CUDA graph (--captures
+times, default once; the time is the median over all captures) and the
 replays are timed (how decode steps are served), so host time per call
 counts for none of them; without it the eager calls are timed.
 
@@ -63,10 +64,12 @@ def timed(fn, flush, reps):
     return ts[len(ts) // 2]
 
 
-def timed_interleaved(runs, flush, reps):
+def timed_interleaved(runs, flush, reps, pooled=False):
     """Median ms of each of `runs` (name -> callable), every repetition
     timing each once in turn after the same flush, so drift in clocks or
-    memory state hits all alike."""
+    memory state hits all alike. pooled: the keys are (name, capture) pairs;
+    the result also holds, under each name, the median over all of its
+    captures' samples."""
     e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     ts = {name: [] for name in runs}
     for _ in range(reps):
@@ -77,7 +80,13 @@ def timed_interleaved(runs, flush, reps):
             e1.record()
             e1.synchronize()
             ts[name].append(e0.elapsed_time(e1))
-    return {name: sorted(t)[len(t) // 2] for name, t in ts.items()}
+    med = {name: sorted(t)[len(t) // 2] for name, t in ts.items()}
+    if pooled:
+        groups = {}
+        for (name, _c), t in ts.items():
+            groups.setdefault(name, []).extend(t)
+        med.update({name: sorted(t)[len(t) // 2] for name, t in groups.items()})
+    return med
 
 
 def copy_bandwidth():
@@ -93,6 +102,9 @@ def main():
     ap.add_argument("--reps", type=int, default=20)
     ap.add_argument("--no-flex", action="store_true")
     ap.add_argument("--graph", action="store_true", help="time CUDA-graph replays of every implementation")
+    ap.add_argument("--captures", type=int, default=1,
+                    help="with --graph: graphs captured per implementation, timed in turn; the time is the median "
+                         "over all of them (a first capture can run slower), each capture's median recorded too")
     ap.add_argument("--short", type=int, default=0, help="keys per sequence: context - SHORT")
     ap.add_argument("--page", type=int, default=64,
                     help="page size of samebits' cache (16..256; 0: a contiguous cache, no block table)")
@@ -150,18 +162,27 @@ def main():
             impls[name] = call
         if flex is not None and (B, ctx) in FLEX_SHAPES:
             impls["flex"] = lambda: flex(qd, kd, vd, enable_gqa=True)
-        runs = {}
+        runs = {}  # (name, capture) -> callable
+        captures = args.captures if args.graph else 1
         for name, fn in impls.items():
             try:
-                runs[name] = graphed(fn) if args.graph else fn
-                runs[name]()
+                for c in range(captures):
+                    runs[(name, c)] = graphed(fn) if args.graph else fn
+                    runs[(name, c)]()
                 torch.cuda.synchronize()
             except Exception as e:  # noqa: BLE001 - a peer that cannot run this shape
-                runs.pop(name, None)
+                for c in range(captures):
+                    runs.pop((name, c), None)
                 row[name + "_error"] = f"{type(e).__name__}: {str(e)[:120]}"
-        for name, ms in timed_interleaved(runs, flush, args.reps).items():
+        per = timed_interleaved(runs, flush, args.reps, pooled=True)
+        for name in impls:
+            if (name, 0) not in runs:
+                continue
+            ms = per[name]
             row[name + "_us"] = ms * 1e3
             row[name + "_gbs"] = kv_bytes / (ms * 1e-3) / 1e9
+            if captures > 1:
+                row[name + "_us_by_capture"] = [round(per[(name, c)] * 1e3, 2) for c in range(captures)]
         print(json.dumps(row), flush=True)
         rows.append(row)
         del kc, vc, kd, vd, table
