@@ -208,15 +208,14 @@ __device__ __forceinline__ long zigzag_unit(uint32_t round, bool packed) {
 template <int N, int kD, bool kBf16>
 __device__ __forceinline__ void issue_ss(float (&acc)[N / 2], uint32_t a_addr, uint32_t a_chunk,
                                          uint32_t b_addr, uint32_t b_chunk) {
-  const uint64_t da = make_smem_desc_sw128(a_addr, 16, 1024);
-  const uint64_t db = make_smem_desc_sw128(b_addr, 16, 1024);
+  const uint32_t la = smem_desc_sw128_lo(a_addr, 16), lb = smem_desc_sw128_lo(b_addr, 16);
   wgmma_fence();
-  wgmma_ss_zero<N, kBf16>(acc, da, db);
+  wgmma_ss_zero<N, kBf16>(acc, smem_desc_sw128_at(la, 1024), smem_desc_sw128_at(lb, 1024));
 #pragma unroll
   for (int ks = 1; ks < kD / 16; ++ks) {
     const uint32_t chunk = ks / 4, step = (ks % 4) * 32;
-    wgmma_ss<N, kBf16>(acc, da + ((chunk * a_chunk + step) >> 4), db + ((chunk * b_chunk + step) >> 4),
-                       1);
+    wgmma_ss<N, kBf16>(acc, smem_desc_sw128_at(la + ((chunk * a_chunk + step) >> 4), 1024),
+                       smem_desc_sw128_at(lb + ((chunk * b_chunk + step) >> 4), 1024), 1);
   }
   wgmma_commit();
 }
@@ -227,11 +226,11 @@ __device__ __forceinline__ void issue_ss(float (&acc)[N / 2], uint32_t a_addr, u
 template <int kK, int kD, bool kBf16>
 __device__ __forceinline__ void issue_rs(float (&acc)[kD / 2], const uint32_t (&af)[kK / 16][4],
                                          uint32_t b_addr, uint32_t b_chunk) {
-  const uint64_t db = make_smem_desc_sw128(b_addr, b_chunk, 1024);
+  const uint32_t lb = smem_desc_sw128_lo(b_addr, b_chunk);
   wgmma_fence();
 #pragma unroll
   for (int kk = 0; kk < kK / 16; ++kk)
-    wgmma_rs<kD, kBf16>(acc, af[kk], db + ((kk * 16 * 128) >> 4), 1);
+    wgmma_rs<kD, kBf16>(acc, af[kk], smem_desc_sw128_at(lb + ((kk * 16 * 128) >> 4), 1024), 1);
   wgmma_commit();
 }
 

@@ -255,7 +255,10 @@ struct DkdvTmaKernel {
     static_assert(kForm == kGeneral || kHasRawForms, "the raw forms: one warpgroup owns dK and dV");
     constexpr bool kChained = kForm == kRawChained;
     const int tid = threadIdx.x;
-    const int wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
+    // warp-uniform to the compiler (shuffled from lane 0): the wgmma
+    // descriptors derived from them stay in uniform registers
+    const int wg = __shfl_sync(0xffffffffu, tid / 128, 0), warp = __shfl_sync(0xffffffffu, (tid % 128) / 32, 0),
+              lane = tid % 32;
     const BwdScore score(p);
     Walker walker;
     int b, g, n;

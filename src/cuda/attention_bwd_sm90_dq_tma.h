@@ -208,7 +208,10 @@ struct DqTmaKernel {
   template <bool kRawOnly = false>
   __device__ static void consumer(const AttentionBwdParams& p, const Smem& sm) {
     const int tid = threadIdx.x;
-    const int wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32;
+    // warp-uniform to the compiler (shuffled from lane 0): the wgmma
+    // descriptors derived from them stay in uniform registers
+    const int wg = __shfl_sync(0xffffffffu, tid / 128, 0), warp = __shfl_sync(0xffffffffu, (tid % 128) / 32, 0),
+              lane = tid % 32;
     const int q4 = lane % 4;
     const BwdScore score(p);
     constexpr uint32_t kRow = Cfg::kRowBytes;

@@ -125,14 +125,21 @@ __device__ __forceinline__ void reg_fence(uint32_t& r) { asm volatile("" : "+r"(
 //  - lbo: byte distance between 64-element column chunks (only read when an
 //    operand is MN-major and wider than one chunk),
 //  - sbo: byte distance between 8-row atoms (1024 for a dense tile).
+// The descriptor below as its two 32-bit words. Offsets into a tile (a k16
+// step, a chunk) are added to the low word in 16-byte units: the start
+// address field never reaches bit 16 (shared memory ends below 256 KiB), so
+// the sum is the 64-bit descriptor's, and kernels whose base addresses are
+// warp-uniform keep the descriptors in uniform registers instead of
+// building 64-bit values per wgmma.
+__device__ __forceinline__ uint32_t smem_desc_sw128_lo(uint32_t addr, uint32_t lbo) {
+  return ((addr & 0x3FFFF) >> 4) | (((lbo & 0x3FFFF) >> 4) << 16);
+}
+__device__ __forceinline__ uint64_t smem_desc_sw128_at(uint32_t lo, uint32_t sbo) {
+  return (static_cast<uint64_t>(((sbo & 0x3FFFF) >> 4) | (1u << 30)) << 32) | lo;  // 1 << 62: 128-byte swizzle
+}
 __device__ __forceinline__ uint64_t make_smem_desc_sw128(uint32_t addr, uint32_t lbo,
                                                          uint32_t sbo) {
-  uint64_t d = 0;
-  d |= static_cast<uint64_t>((addr & 0x3FFFF) >> 4);
-  d |= static_cast<uint64_t>((lbo & 0x3FFFF) >> 4) << 16;
-  d |= static_cast<uint64_t>((sbo & 0x3FFFF) >> 4) << 32;
-  d |= static_cast<uint64_t>(1) << 62;  // 128-byte swizzle
-  return d;
+  return smem_desc_sw128_at(smem_desc_sw128_lo(addr, lbo), sbo);
 }
 
 // ---------------------------------------------------------------- mma.sync
