@@ -170,7 +170,8 @@ __device__ __forceinline__ void consume_tile(const GemmTmaParams& p, const SmemR
 #pragma unroll
     for (int j = 0; j < kBK / 16; ++j)
 #pragma unroll
-      for (int f = 0; f < F; ++f) Mma::mma(acc[f], desc_sw128(da + f * kFragDesc + j * kK16Desc), desc_sw128(db + j * kK16Desc));
+      for (int f = 0; f < F; ++f)
+        Mma::mma(acc[f], desc_sw128(da + f * kFragDesc + j * kK16Desc), desc_sw128(db + j * kK16Desc));
     wgmma_commit();
 #pragma unroll
     for (int f = 0; f < F; ++f) fence_regs(acc[f]);
