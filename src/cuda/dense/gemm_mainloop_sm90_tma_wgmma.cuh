@@ -45,8 +45,6 @@ struct SmemRing {
   // The same as shared-space addresses, for the k loops: computed once, so
   // that the loops add constant offsets instead of converting pointers.
   uint32_t a_at, b_at, full_at, empty_at;
-  __device__ uint8_t* a_stage(int s) const { return a + s * Cfg::kABytes; }
-  __device__ uint8_t* b_stage(int s) const { return b + s * Cfg::kBBytes; }
   // The layout in dynamic shared memory (Cfg::kSmemBytes): from the base
   // rounded up to 1024 bytes (the 128-byte swizzle atom), kStages A stages,
   // kStages B stages, the staged epilogue's buffers (kEpiBytes), full[kStages],

@@ -28,9 +28,6 @@ __device__ __forceinline__ void mbar_arrive(uint64_t* bar) { mbar_arrive_at(smem
 __device__ __forceinline__ void mbar_arrive_expect_tx_at(uint32_t bar, uint32_t bytes) {
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" ::"r"(bar), "r"(bytes) : "memory");
 }
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint64_t* bar, uint32_t bytes) {
-  mbar_arrive_expect_tx_at(smem_addr(bar), bytes);
-}
 // Spins until the phase of parity `parity` of the mbarrier at shared
 // address `bar` has completed.
 __device__ __forceinline__ void mbar_wait_at(uint32_t bar, uint32_t parity) {
@@ -59,10 +56,6 @@ __device__ __forceinline__ void tma_load_3d_at(uint32_t dst, const CUtensorMap* 
       " [%0], [%1, {%3, %4, %5}], [%2];\n" ::"r"(dst),
       "l"(reinterpret_cast<uint64_t>(map)), "r"(bar), "r"(x), "r"(y), "r"(z)
       : "memory");
-}
-__device__ __forceinline__ void tma_load_3d(void* dst, const CUtensorMap* map, uint64_t* bar, int32_t x,
-                                            int32_t y, int32_t z) {
-  tma_load_3d_at(smem_addr(dst), map, smem_addr(bar), x, y, z);
 }
 
 // Multicast variant: the box lands at the same shared-memory offset `dst` in
@@ -139,9 +132,6 @@ __device__ __forceinline__ void mbar_arrive_cluster_at(uint32_t bar, uint32_t ct
       "r"(cta_rank)
       : "memory");
 }
-__device__ __forceinline__ void mbar_arrive_cluster(uint64_t* bar, uint32_t cta_rank) {
-  mbar_arrive_cluster_at(smem_addr(bar), cta_rank);
-}
 
 // ---- wgmma ----------------------------------------------------------------
 // ---- warp-level tensor-core steps (the small-M entries) ---------------------
@@ -205,9 +195,6 @@ __device__ __forceinline__ uint32_t desc_k_major_sw128_lo(uint32_t smem_byte_add
   return ((smem_byte_addr & 0x3FFFF) >> 4) | (1u << 16);
 }
 __device__ __forceinline__ uint64_t desc_sw128(uint32_t lo) { return (uint64_t(kDescSw128Hi) << 32) | lo; }
-__device__ __forceinline__ uint64_t desc_k_major_sw128(uint32_t smem_byte_addr) {
-  return desc_sw128(desc_k_major_sw128_lo(smem_byte_addr));
-}
 
 // ---- register budget ------------------------------------------------------
 template <int R>

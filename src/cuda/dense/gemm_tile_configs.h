@@ -210,7 +210,7 @@ struct MmaTileConfig {
 //   consumers' remote empty-barrier arrive was a cluster-scope release,
 //   which ptxas lowers to MEMBAR.ALL.GPU in front of every arrive (two per
 //   k tile per consumer warp): ~1.5 us per k tile whatever the tile size.
-//   Fixed in mbar_arrive_cluster (gemm_sm90_ptx.cuh); to be re-measured
+//   Fixed in mbar_arrive_cluster_at (gemm_sm90_ptx.cuh); to be re-measured
 //   before any of them is chosen by pick_gemm_tile.
 // Staged epilogue (kStaged) on 128x128, 128x192, 128x256, 128x256m2, 192x128 and the
 // twelfth session's entries, the entries whose CTAs take several tiles (H100, 2026-11-22, kernel times
