@@ -51,7 +51,9 @@ CONFIGS = [
 ]
 if args.configs:
     CONFIGS = [c for c in CONFIGS if c[0] in args.configs.split(",")]
-CONFIGS += [(t, {"SAMEBITS_GEMM_TILE": t}) for t in args.tiles.split(",") if t and t not in dict(CONFIGS)]
+# "<entry>@direct": the entry without its staged epilogue
+CONFIGS += [(t, {"SAMEBITS_GEMM_TILE": t.split("@")[0], **({"SAMEBITS_GEMM_EPILOGUE": "direct"} if t.endswith("@direct") else {})})
+            for t in args.tiles.split(",") if t and t not in dict(CONFIGS)]
 KNOBS = ("SAMEBITS_GEMM_TILE", "SAMEBITS_GEMM_FAKE_CLUSTER", "SAMEBITS_GEMM_CLUSTER_POLICY", "SAMEBITS_GEMM_EPILOGUE")
 
 

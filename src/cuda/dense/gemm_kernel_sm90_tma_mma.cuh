@@ -44,8 +44,8 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_mma_k
       consume_tile_mma<Cfg, kF16>(p, ring, it, wn, acc);
 #pragma unroll
       for (int mb = 0; mb < Cfg::kMBlocks; ++mb)
-        store_warp_rows<Cfg::WN>(p, acc[mb], c.bz, int64_t(c.mt) * Cfg::BM + mb * 16,
-                                 int64_t(c.nt) * Cfg::BN + wn * Cfg::WN);
+        store_warp_rows<Cfg::WN>(p, acc[mb], c.bz, tile_row0<Cfg>(p, c.mt) + mb * 16,
+                                 tile_col0<Cfg>(p, c.nt) + wn * Cfg::WN);
     }
   }
 }

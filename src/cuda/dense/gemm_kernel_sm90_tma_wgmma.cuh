@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_wgmma
       // local memory)
       for_each_index<F>([&](auto fi) {
         constexpr int f = decltype(fi)::value;
-        const int64_t row0 = mt * Cfg::BM + (cm * F + f) * 64, col0 = int64_t(c.nt) * Cfg::BN + cn * Cfg::WN;
+        const int64_t row0 = tile_row0<Cfg>(p, mt) + (cm * F + f) * 64, col0 = tile_col0<Cfg>(p, c.nt) + cn * Cfg::WN;
         if constexpr (Cfg::kTmaStore) {
           if (staged) {
             store_tile_staged<Cfg::WN>(p, acc[f], c.bz, row0, col0, epi_buf, wg, chunk);  // named barrier wg
@@ -148,7 +148,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_wgmma
       });
 #pragma unroll
       for (int f = 0; f < Cfg::kFragsM; ++f)
-        store_tile<Cfg::WN>(p, acc[f], c.bz, mt * Cfg::BM + f * 64, int64_t(c.nt) * Cfg::BN);
+        store_tile<Cfg::WN>(p, acc[f], c.bz, tile_row0<Cfg>(p, mt) + f * 64, tile_col0<Cfg>(p, c.nt));
     }
   }
   // a peer may still arrive on this CTA's empty barriers (its consumers

@@ -268,6 +268,14 @@ sb_status gemm_16bit(const sb_gemm_params& p) {
   const char* group_env = std::getenv("SAMEBITS_GEMM_GROUP_M");  // scheduling only (BITS-FREE): raster measurements
   const int group_m = group_env != nullptr ? std::atoi(group_env) : 0;
   kp.group_m = group_m >= 1 ? group_m : kGroupM;
+  // SAMEBITS_GEMM_TAIL_M / _N (measurement, BITS-FREE): eighths of a tile a
+  // last tile must reach past the operand to move back (0 any, 9 never)
+  auto tail_env = [](const char* name, int dflt) {
+    const char* e = std::getenv(name);
+    return e != nullptr && e[0] != '\0' ? std::atoi(e) : dflt;
+  };
+  kp.tail_m8 = tail_env("SAMEBITS_GEMM_TAIL_M", 0);
+  kp.tail_n8 = tail_env("SAMEBITS_GEMM_TAIL_N", 0);
   kp.out = p.out;
   kp.out_dtype = p.out_dtype;
   const int osz = p.out_dtype == SB_F32 ? 4 : 2;

@@ -23,6 +23,10 @@ struct GemmTmaParams {
   int32_t m_tiles, n_tiles, k_tiles;  // m_tiles: of kClusterM * BM rows (scheduling units)
   int64_t tiles;  // batch * m_tiles * n_tiles
   int32_t group_m;  // the scheduler's group of m tiles (gemm_scheduler_sm90.cuh), >= 1
+  // the last m (n) tile moves back inside the operand where it would reach
+  // past it by at least tail_m8 (tail_n8) eighths of a tile (tile_row0 /
+  // tile_col0; 0: by any row, 9: never)
+  int32_t tail_m8, tail_n8;
   // epilogue: out = round(alpha * acc + beta * bias)
   void* out;
   sb_dtype out_dtype;
