@@ -11,7 +11,7 @@ TILES=${TILES:-128x256,192x192,256x160,128x224,128x192,128x160,128x128,128x96,64
 SH=""
 for nk in ${NKS:-4096x4096 14336x4096 4096x14336}; do for m in $MS; do SH="$SH${SH:+,}${m}x$nk"; done; done
 SAMEBITS_LIBRARY=$C/libsamebits.so PYTHONPATH=python timeout 500 python3 bench/gemm_cluster_probe.py --configs default \
-  --tiles "$TILES" --shapes "$SH" --reps ${REPS:-9} --out "$OUT/sweep.json" > "$OUT/sweep.log" 2>&1
+  --tiles "$TILES" --shapes "$SH" --reps ${REPS:-9} --captures ${CAPTURES:-1} --out "$OUT/sweep.json" > "$OUT/sweep.log" 2>&1
 echo "sweep rc=$?"
 python3 - "$OUT/sweep.json" <<'PY' | tee "$OUT/sweep.txt"
 import json, sys
