@@ -96,9 +96,11 @@ struct RingPos {
 // whole tiles, its last tile is moved back to end at the dimension's end
 // (if the dimension holds one whole tile; columns only where N is a multiple
 // of 8, so that stored pairs stay aligned), so that no TMA box of A or B
-// reaches past the operand: the TMA fills out-of-bounds rows far slower
-// than it loads rows (H100, 2026-11-26: 128x96 at 288 x 4096 x 4096, a last
-// m tile of 32 rows, 36.3 us against 23.2 at 384 rows). The rows (columns)
+// reaches past the operand: a box whose rows past the operand the TMA
+// fills with zeros takes far longer than a box inside it (H100,
+// 2026-11-26: 128x96 at 288 x 4096 x 4096, a last m tile of 32 rows, 36.3
+// us against 23.2 at 384 rows; docs/benchmarks_dense.md, twentieth
+// session). The rows (columns)
 // the moved tile shares with the tile before it are computed and stored by
 // both with the same bits: an output element depends only on its row of A
 // and its column of B, never on its place in the tile (the property the
