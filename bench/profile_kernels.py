@@ -66,12 +66,12 @@ def decode_cases():
             yield f"decode {B}x{ctx} {name}", kv_bytes, call
 
 
-def bwd_cases():
+def bwd_cases(lengths=(1024, 4096, 16384)):
     """Attention backward (bf16, 16 heads, d128, B x L = 16k): the kernels of
     one autograd backward of samebits.attention and of SDPA cuDNN (eager)."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
     H, D = 16, 128
-    for L in (1024, 4096, 16384):
+    for L in lengths:
         B = 16384 // L
         for causal in (False, True):
             q, k, v = (torch.randn(B, L, H, D, dtype=torch.bfloat16, device="cuda").requires_grad_()
@@ -150,6 +150,7 @@ def main():
     ap.add_argument("--out", default=os.environ.get("OUT", "."))
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--only", choices=["decode", "gemm", "bwd"])
+    ap.add_argument("--bwd-lengths", default="1024,4096,16384", help="comma-separated L of the backward cases")
     ap.add_argument("--eager", action="store_true", help="profile eager calls instead of graph replays")
     ap.add_argument("--no-flush", action="store_true",
                     help="leave L2 warm (the call's own data may be in it): separates memory from the rest")
@@ -164,7 +165,7 @@ def main():
     flush = torch.empty(256 << 20, dtype=torch.uint8, device="cuda")
     gens = []
     if args.only == "bwd":
-        gens.append(bwd_cases())
+        gens.append(bwd_cases(tuple(int(x) for x in args.bwd_lengths.split(","))))
         args.eager = True  # autograd backward: profiled eager
     if args.only in (None, "decode"):
         gens.append(decode_cases())
