@@ -28,7 +28,9 @@ extern "C" {
  *   b[p * b_row_stride + j].
  * bias (optional): element (i, j) at bias[i * bias_row_stride + j];
  *   bias_row_stride == 0 broadcasts one vector of n over the rows.
- * out: (m, n), element (i, j) at out[i * out_row_stride + j].
+ * out: (m, n), element (i, j) at out[i * out_row_stride + j]. out may be
+ *   the bias itself (an in-place addmm, the same strides); it must not
+ *   overlap A or B.
  * Batched (bmm): `batch` problems, each pointer advanced by its
  * *_batch_stride (0 broadcasts B). A and B share `dtype`; products are
  * accumulated in fp32 over k in the fixed order of docs/numerics_dense.md
