@@ -299,7 +299,7 @@ sb_status gemm_16bit(const sb_gemm_params& p) {
   // A moved last tile reads bias rows (columns) that the tile before it has
   // already stored: where out and bias share memory (an in-place addmm,
   // out = bias), every tile keeps its plain place, so each element's bias
-  // is read before that element is stored, by the same thread.
+  // is read before that element is stored, by the same CTA.
   if (p.bias != nullptr && overlaps(out_span(p), bias_span(p))) kp.tail_m8 = kp.tail_n8 = 9;
   kp.out = p.out;
   kp.out_dtype = p.out_dtype;
