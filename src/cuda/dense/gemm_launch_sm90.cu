@@ -199,23 +199,15 @@ TileBoxes tile_boxes(GemmTile t) {
   });
 }
 
-// Bytes [lo, hi) that out (bias) may touch.
+// Bytes [lo, hi) that an (m, n) operand of p (out or bias) may touch.
 struct Span {
   uintptr_t lo, hi;
 };
-Span out_span(const sb_gemm_params& p) {
-  const int64_t osz = p.out_dtype == SB_F32 ? 4 : 2;
+Span span_of(const sb_gemm_params& p, const void* ptr, sb_dtype dt, int64_t batch_stride, int64_t row_stride) {
   if (p.m <= 0 || p.n <= 0) return {0, 0};
-  const int64_t last = int64_t(p.batch - 1) * p.out_batch_stride + (p.m - 1) * p.out_row_stride + p.n;
-  const uintptr_t lo = reinterpret_cast<uintptr_t>(p.out);
-  return {lo, lo + uintptr_t(last * osz)};
-}
-Span bias_span(const sb_gemm_params& p) {
-  const int64_t bsz = p.bias_dtype == SB_F32 ? 4 : 2;
-  if (p.m <= 0 || p.n <= 0) return {0, 0};
-  const int64_t last = int64_t(p.batch - 1) * p.bias_batch_stride + (p.m - 1) * p.bias_row_stride + p.n;
-  const uintptr_t lo = reinterpret_cast<uintptr_t>(p.bias);
-  return {lo, lo + uintptr_t(last * bsz)};
+  const int64_t last = int64_t(p.batch - 1) * batch_stride + (p.m - 1) * row_stride + p.n;
+  const uintptr_t lo = reinterpret_cast<uintptr_t>(ptr);
+  return {lo, lo + uintptr_t(last * (dt == SB_F32 ? 4 : 2))};
 }
 bool overlaps(Span x, Span y) { return x.lo < y.hi && y.lo < x.hi; }
 
@@ -300,7 +292,9 @@ sb_status gemm_16bit(const sb_gemm_params& p) {
   // already stored: where out and bias share memory (an in-place addmm,
   // out = bias), every tile keeps its plain place, so each element's bias
   // is read before that element is stored, by the same CTA.
-  if (p.bias != nullptr && overlaps(out_span(p), bias_span(p))) kp.tail_m8 = kp.tail_n8 = 9;
+  if (p.bias != nullptr && overlaps(span_of(p, p.out, p.out_dtype, p.out_batch_stride, p.out_row_stride),
+                                     span_of(p, p.bias, p.bias_dtype, p.bias_batch_stride, p.bias_row_stride)))
+    kp.tail_m8 = kp.tail_n8 = 9;
   kp.out = p.out;
   kp.out_dtype = p.out_dtype;
   const int osz = p.out_dtype == SB_F32 ? 4 : 2;
