@@ -292,6 +292,10 @@ sb_status attention_bwd_sm90(const sb_attention_params& p, void* workspace, size
   kp.softcap_out = kp.has_softcap ? p.softcap * kLog2e : 0.f;
   kp.window_left = p.window_left;
   kp.window_right = p.window_right;
+  {
+    const char* e = std::getenv("SAMEBITS_BWD_TAIL_TMA");  // FREE, measurements
+    kp.tail_tma = e != nullptr && e[0] == '0' ? 0 : 1;
+  }
 
   BwdLaunchShape shape{-1, -1, -1, sm_count(), max_ctas_from_env(),
                        static_cast<cudaStream_t>(p.stream), 0};

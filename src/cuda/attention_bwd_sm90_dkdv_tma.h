@@ -188,7 +188,7 @@ struct DkdvTmaKernel {
           sm.lse(s)[r] = lse;
           sm.dd(s)[r] = dd;
         }
-        if (m0 + kBm <= u.sg.lq) {
+        if (m0 + kBm <= u.sg.lq || u.sg.q_tail_tma) {
           if (lane == 0) {
             mbar_arrive_expect_tx(bars.q_full(s), 2 * Cfg::kQTileBytes);
             tile_by_tma<Cfg, kBm>(sm.q(s), &maps.q, bars.q_full(s), u.sg.q_row0 + m0, h, qb);
@@ -221,7 +221,7 @@ struct DkdvTmaKernel {
       // K_n, V_n (kBn x d), once every consumer warp finished the previous
       // unit.
       mbar_wait(bars.kv_empty(), (unit_iter & 1) ^ 1);
-      if (u.k0 + kBn <= u.sg.lk) {
+      if (u.k0 + kBn <= u.sg.lk || u.sg.k_tail_tma) {
         if (lane == 0) {
           mbar_arrive_expect_tx(bars.kv_full(), 2 * Cfg::kKVBytes);
           tile_by_tma<Cfg, kBn>(sm.k(), &maps.k, bars.kv_full(), u.sg.k_row0 + u.k0, g, kb);

@@ -141,7 +141,7 @@ struct DqTmaKernel {
         const uint32_t parity = (tile_iter / kS) & 1;
         const int k0 = (u.n_lo + t) * kBn;
         mbar_wait(sm.kv_empty(s), parity ^ 1);
-        if (k0 + kBn <= u.sg.lk) {
+        if (k0 + kBn <= u.sg.lk || u.sg.k_tail_tma) {
           if (lane == 0) {
             mbar_arrive_expect_tx(sm.kv_full(s), 2 * Cfg::kDqTmaKVBytes);
             tile_by_tma<Cfg, kBn>(sm.k(s), &maps.k, sm.kv_full(s), u.sg.k_row0 + k0, hk, kb);
@@ -174,7 +174,7 @@ struct DqTmaKernel {
       // Q, dO (kBm x d each), once every consumer warp finished the
       // previous unit.
       mbar_wait(sm.q_empty(), (unit_iter & 1) ^ 1);
-      if (u.m0 + kBm <= u.sg.lq) {
+      if (u.m0 + kBm <= u.sg.lq || u.sg.q_tail_tma) {
         if (lane == 0) {
           mbar_arrive_expect_tx(sm.q_full(), 2 * Cfg::kDqQBytes);
           tile_by_tma<Cfg, kBm>(sm.q(), &maps.q, sm.q_full(), u.sg.q_row0 + u.m0, h, qb);

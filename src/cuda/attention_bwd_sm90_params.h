@@ -87,6 +87,11 @@ struct AttentionBwdParams {
   int32_t has_softcap;
   int32_t window_left;   // < 0: unbounded
   int32_t window_right;  // < 0: unbounded
+  // FREE (the same bits either way): a dense batch's tile that crosses
+  // the sequence end goes through TMA, which zero-fills the rows past the
+  // tensor map's end (1, the default), or is loaded by hand by the producer
+  // warp like a packed batch's (0). SAMEBITS_BWD_TAIL_TMA, read per call.
+  int32_t tail_tma;
 
   // Fused dQ (BwdFusedConfig, attention_bwd_sm90_fused.h): the caller's
   // workspace. dq_accum: one f32 tile of 64 rows x d per (query tile,
@@ -325,6 +330,10 @@ struct SeqGeom {
   int lq;          // query rows
   int lk;          // visible keys (seqused_k when set)
   int lk_stored;   // stored key rows (dk/dv rows to write; rows >= lk get 0)
+  // The tensor map's rows end where the sequence ends (a dense batch; for
+  // keys also no seqused_k below the stored length): TMA itself zero-fills
+  // the rows of a tile past the end, so that tile needs no hand load.
+  bool q_tail_tma, k_tail_tma;
 };
 
 __device__ __forceinline__ SeqGeom seq_geom(const AttentionBwdParams& p, int b) {
@@ -346,6 +355,8 @@ __device__ __forceinline__ SeqGeom seq_geom(const AttentionBwdParams& p, int b) 
   s.lk = p.seqused_k ? p.seqused_k[b] : s.lk_stored;
   if (s.lk > s.lk_stored) s.lk = s.lk_stored;  // never read past the stored keys
   if (s.lk < 0) s.lk = 0;
+  s.q_tail_tma = p.tail_tma != 0 && p.cu_seqlens_q == nullptr;
+  s.k_tail_tma = p.tail_tma != 0 && p.cu_seqlens_k == nullptr && s.lk == s.lk_stored;
   return s;
 }
 

@@ -559,7 +559,11 @@ void forms_suite(int D, sb_dtype dt) {
                         {"causal", true, -1, 0, {1000, 1000}},
                         {"window", true, 100, 0, {777}},
                         {"packed", false, -1, 0, {513, 64, 300}}};
-  const char* forms[][2] = {{"0", "1"}, {"1", "1"}, {"2", "1"}, {"0", "0"}, {"2", "0"}};
+  // dK/dV form, dQ raw, tail tiles by TMA (SAMEBITS_BWD_TAIL_TMA; the
+  // default is 1, so h0 is the TMA tails' hash and the rows with 0 load
+  // the dense batches' last tiles by hand)
+  const char* forms[][3] = {{"0", "1", "1"}, {"1", "1", "1"}, {"2", "1", "1"}, {"0", "0", "1"},
+                            {"2", "0", "1"}, {"1", "1", "0"}, {"0", "0", "0"}};
   for (const Case& c : cases) {
     Problem p;
     p.D = D;
@@ -578,15 +582,17 @@ void forms_suite(int D, sb_dtype dt) {
     for (const auto& f : forms) {
       setenv("SAMEBITS_BWD_DKDV_FORM", f[0], 1);
       setenv("SAMEBITS_BWD_DQ_RAW", f[1], 1);
+      setenv("SAMEBITS_BWD_TAIL_TMA", f[2], 1);
       const Grads g = run_bwd(p, in);
       const bool ok = g.status == SB_OK && g.hash() == h0;
       same = same && ok;
-      detail += std::string(" ") + f[0] + "/" + f[1] + (ok ? "=" : "!");
+      detail += std::string(" ") + f[0] + "/" + f[1] + "/" + f[2] + (ok ? "=" : "!");
     }
     unsetenv("SAMEBITS_BWD_DKDV_FORM");
     unsetenv("SAMEBITS_BWD_DQ_RAW");
+    unsetenv("SAMEBITS_BWD_TAIL_TMA");
     check(same, std::string("forms ") + dt_name(dt) + " d" + std::to_string(D) + " " + c.name +
-                    ": dkdv form / dq raw" + detail + " default");
+                    ": dkdv form / dq raw / tail tma" + detail + " default");
   }
 }
 
@@ -650,89 +656,124 @@ void negative_control() {
 }
 
 // ---------------------------------------------------------------- benchmark
-// TFLOP/s of the backward: FLOPs = 2.5 x the forward's 4 * B * H * L^2 * d
+// TFLOP/s of the backward: FLOPs = 2.5 x the forward's 4 * H * sum(L^2) * d
 // (halved when causal): five matrix products (S, dP, dV, dK, dQ) instead of
 // two. Median of 20 timed calls after 3 warm-up calls, CUDA events around
-// each call; inputs of B * L = 16k tokens, 16 heads. q, k, v, out, dout hold
+// each call; inputs of 16k tokens, 16 heads. q, k, v, out, dout hold
 // random values in [-1, 1) (lse = 0): all-zero inputs, which this bench fed
 // until the fifth session, let the tensor cores run faster than on real
 // data (about 12 % at d = 128, 16k).
 // BWD_BENCH_DIMS (e.g. "128"): the head dims to time (default 64,128,256).
-std::vector<int> bench_dims() {
-  const char* e = std::getenv("BWD_BENCH_DIMS");
-  if (e == nullptr || e[0] == '\0') return {64, 128, 256};
-  std::vector<int> dims;
+// BWD_BENCH_LENGTHS (e.g. "1024,1025"): dense batches of 16k / L sequences
+// of L tokens (default 1024,4096,16384). BWD_BENCH_PACKED=1 adds a packed
+// batch of random lengths in [64, 4096] (seeded, ~16k tokens, the same
+// lengths every run), as a trainer's varlen batch.
+std::vector<int> env_ints(const char* name, std::vector<int> fallback) {
+  const char* e = std::getenv(name);
+  if (e == nullptr || e[0] == '\0') return fallback;
+  std::vector<int> v;
   for (const char* c = e; *c;) {
-    dims.push_back(std::atoi(c));
+    v.push_back(std::atoi(c));
     while (*c && *c != ',') ++c;
     if (*c == ',') ++c;
   }
-  return dims;
+  return v;
+}
+
+// One timed configuration: lens.size() sequences, dense (all equal) or packed.
+void bench_case(int D, const std::vector<int>& lens, bool packed, bool causal, const char* label) {
+  const int B = static_cast<int>(lens.size()), H = 16;
+  int64_t tokens = 0;
+  double sq = 0;
+  for (int l : lens) {
+    tokens += l;
+    sq += double(l) * l;
+  }
+  const size_t qn = (size_t)tokens * H * D;
+  std::vector<void*> bufs;
+  auto alloc = [&](size_t bytes) {
+    void* d;
+    CUDA_OK(cudaMalloc(&d, bytes));
+    CUDA_OK(cudaMemset(d, 0, bytes));
+    bufs.push_back(d);
+    return d;
+  };
+  sb_attention_params a{};
+  a.dtype = SB_BF16;
+  a.device = SB_CUDA;
+  a.batch = B;
+  a.num_heads = a.num_heads_k = H;
+  a.head_dim = D;
+  a.softmax_scale = 1.f / std::sqrt(float(D));
+  a.window_left = -1;
+  a.window_right = causal ? 0 : -1;
+  const int64_t r = (int64_t)H * D;
+  const int L = lens[0];
+  for (sb_view* v : {&a.q, &a.k, &a.v, &a.out, &a.dout, &a.dq, &a.dk, &a.dv})
+    *v = {alloc(qn * 2), packed ? 0 : L * r, r, D};
+  {
+    std::vector<uint16_t> host(qn);
+    std::mt19937 rng(12345u + D + L + (packed ? 7u : 0u));  // the same data every run
+    std::uniform_real_distribution<float> ud(-1.f, 1.f);
+    for (sb_view* v : {&a.q, &a.k, &a.v, &a.out, &a.dout}) {
+      for (auto& x : host) x = f32_to_bf16(ud(rng));
+      CUDA_OK(cudaMemcpy(v->data, host.data(), qn * 2, cudaMemcpyHostToDevice));
+    }
+  }
+  // lse = 0: P = exp(s)
+  if (packed) {
+    std::vector<int> cu(B + 1, 0);
+    for (int i = 0; i < B; ++i) cu[i + 1] = cu[i] + lens[i];
+    void* dcu = alloc(cu.size() * sizeof(int));
+    CUDA_OK(cudaMemcpy(dcu, cu.data(), cu.size() * sizeof(int), cudaMemcpyHostToDevice));
+    a.cu_seqlens_q = a.cu_seqlens_k = static_cast<const int32_t*>(dcu);
+    a.lse = {alloc((size_t)H * tokens * 4), 0, 1, tokens};
+  } else {
+    a.seqlen_q = a.seqlen_k = L;
+    a.lse = {alloc((size_t)B * H * L * 4), (int64_t)H * L, 1, L};
+  }
+  for (int i = 0; i < 3; ++i) sb_attention_backward(&a);
+  CUDA_OK(cudaDeviceSynchronize());
+  cudaEvent_t e0, e1;
+  cudaEventCreate(&e0);
+  cudaEventCreate(&e1);
+  std::vector<float> ms;
+  for (int i = 0; i < 20; ++i) {
+    cudaEventRecord(e0);
+    const sb_status st = sb_attention_backward(&a);
+    cudaEventRecord(e1);
+    cudaEventSynchronize(e1);
+    float t = 0;
+    cudaEventElapsedTime(&t, e0, e1);
+    if (st != SB_OK) t = NAN;
+    ms.push_back(t);
+  }
+  std::sort(ms.begin(), ms.end());
+  const double fwd = 4.0 * H * sq * D * (causal ? 0.5 : 1.0);
+  const double tf = 2.5 * fwd / (ms[10] * 1e-3) / 1e12;
+  std::printf("| bf16 | %d | %s | %s | %.3f | %.1f |\n", D, label, causal ? "yes" : "no", ms[10], tf);
+  std::fflush(stdout);
+  cudaEventDestroy(e0);
+  cudaEventDestroy(e1);
+  for (void* b : bufs) cudaFree(b);
 }
 
 void bench() {
   std::printf("\n| dtype | d | L | causal | ms | TFLOP/s |\n|---|---|---|---|---|---|\n");
-  for (int D : bench_dims())
-    for (int L : {1024, 4096, 16384})
-      for (bool causal : {false, true}) {
-        const int B = 16384 / L, H = 16;
-        const size_t qn = (size_t)B * L * H * D;
-        std::vector<void*> bufs;
-        auto alloc = [&](size_t bytes) {
-          void* d;
-          CUDA_OK(cudaMalloc(&d, bytes));
-          CUDA_OK(cudaMemset(d, 0, bytes));
-          bufs.push_back(d);
-          return d;
-        };
-        sb_attention_params a{};
-        a.dtype = SB_BF16;
-        a.device = SB_CUDA;
-        a.batch = B;
-        a.num_heads = a.num_heads_k = H;
-        a.head_dim = D;
-        a.seqlen_q = a.seqlen_k = L;
-        a.softmax_scale = 1.f / std::sqrt(float(D));
-        a.window_left = -1;
-        a.window_right = causal ? 0 : -1;
-        const int64_t r = (int64_t)H * D;
-        for (sb_view* v : {&a.q, &a.k, &a.v, &a.out, &a.dout, &a.dq, &a.dk, &a.dv})
-          *v = {alloc(qn * 2), L * r, r, D};
-        {
-          std::vector<uint16_t> host(qn);
-          std::mt19937 rng(12345u + D + L);  // the same data every run
-          std::uniform_real_distribution<float> ud(-1.f, 1.f);
-          for (sb_view* v : {&a.q, &a.k, &a.v, &a.out, &a.dout}) {
-            for (auto& x : host) x = f32_to_bf16(ud(rng));
-            CUDA_OK(cudaMemcpy(v->data, host.data(), qn * 2, cudaMemcpyHostToDevice));
-          }
-        }
-        a.lse = {alloc((size_t)B * H * L * 4), (int64_t)H * L, 1, L};  // lse = 0: P = exp(s)
-        for (int i = 0; i < 3; ++i) sb_attention_backward(&a);
-        CUDA_OK(cudaDeviceSynchronize());
-        cudaEvent_t e0, e1;
-        cudaEventCreate(&e0);
-        cudaEventCreate(&e1);
-        std::vector<float> ms;
-        for (int i = 0; i < 20; ++i) {
-          cudaEventRecord(e0);
-          const sb_status st = sb_attention_backward(&a);
-          cudaEventRecord(e1);
-          cudaEventSynchronize(e1);
-          float t = 0;
-          cudaEventElapsedTime(&t, e0, e1);
-          if (st != SB_OK) t = NAN;
-          ms.push_back(t);
-        }
-        std::sort(ms.begin(), ms.end());
-        const double fwd = 4.0 * B * H * double(L) * L * D * (causal ? 0.5 : 1.0);
-        const double tf = 2.5 * fwd / (ms[10] * 1e-3) / 1e12;
-        std::printf("| bf16 | %d | %d | %s | %.3f | %.1f |\n", D, L, causal ? "yes" : "no", ms[10], tf);
-        std::fflush(stdout);
-        cudaEventDestroy(e0);
-        cudaEventDestroy(e1);
-        for (void* b : bufs) cudaFree(b);
-      }
+  const bool packed = std::getenv("BWD_BENCH_PACKED") && std::getenv("BWD_BENCH_PACKED")[0] == '1';
+  for (int D : env_ints("BWD_BENCH_DIMS", {64, 128, 256})) {
+    for (int L : env_ints("BWD_BENCH_LENGTHS", {1024, 4096, 16384}))
+      for (bool causal : {false, true})
+        bench_case(D, std::vector<int>(16384 / L, L), false, causal, std::to_string(L).c_str());
+    if (packed) {
+      std::mt19937 rng(2026u);
+      std::uniform_int_distribution<int> len(64, 4096);
+      std::vector<int> lens;
+      for (int n = 0; n < 16384;) lens.push_back(len(rng)), n += lens.back();
+      const std::string label = "packed " + std::to_string(lens.size()) + " seqs";
+      for (bool causal : {false, true}) bench_case(D, lens, true, causal, label.c_str());
+    }
+  }
 }
 
 }  // namespace
