@@ -151,6 +151,10 @@ sb_status attention_fwd_sm90(const sb_attention_params& p) {
   kp.softcap_out = kp.has_softcap ? p.softcap * kLog2e : 0.f;
   kp.window_left = p.window_left;
   kp.window_right = p.window_right;
+  {
+    const char* e = std::getenv("SAMEBITS_FWD_TAIL_TMA");  // FREE, measurements
+    kp.tail_tma = e != nullptr && e[0] == '0' ? 0 : 1;
+  }
 
   LaunchShape shape{-1, sm_count(), max_ctas_from_env(), static_cast<cudaStream_t>(p.stream)};
   if (shape.num_sms <= 0) return fail(SB_CUDA_ERROR, "sm90 attention forward: no CUDA device");

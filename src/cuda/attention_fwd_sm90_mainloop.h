@@ -5,7 +5,9 @@
 // ring of kStages stages. Full tiles go through TMA; a tile that crosses the
 // end of its sequence is loaded by hand with the rows past the end zeroed,
 // so no key outside the sequence is ever multiplied (numerics.md
-// "Visibility") and nothing past a packed tensor is read.
+// "Visibility") and nothing past a packed tensor is read. In a dense batch
+// (no seqused_k below the stored keys) the tensor map ends where the
+// sequence does, and TMA's own zero fill gives that tile the same rows.
 //
 // Consumer warpgroups (1..kConsumerWarpgroups): 64 query rows each. Per KV
 // block: S = Q K^T (wgmma, k16 chain ascending over d), logits and mask, the
@@ -121,7 +123,7 @@ struct Producer {
       // Q tile (kBlockM x d): wait until every consumer warp is done with
       // the previous item's Q.
       mbar_wait(smem.q_empty(), (tile_iter & 1) ^ 1);
-      if (range.m0 + Cfg::kBlockM <= w.lq) {
+      if (range.m0 + Cfg::kBlockM <= w.lq || w.q_tail_tma) {
         if (tid == 0) {
           mbar_arrive_expect_tx(smem.q_full(), Cfg::kQBytes);
 #pragma unroll
@@ -143,7 +145,7 @@ struct Producer {
         const int s = block_iter % Cfg::kStages;
         const uint32_t parity = (block_iter / Cfg::kStages) & 1;
         const int k0 = n * Cfg::kBlockN;
-        if (k0 + Cfg::kBlockN <= w.lk) {
+        if (k0 + Cfg::kBlockN <= w.lk || w.k_tail_tma) {
           mbar_wait(smem.k_empty(s), parity ^ 1);
           if (tid == 0) {
             mbar_arrive_expect_tx(smem.k_full(s), Cfg::kKVBytes);

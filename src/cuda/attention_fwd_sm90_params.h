@@ -48,6 +48,11 @@ struct AttentionFwdParams {
   int32_t has_softcap;
   int32_t window_left;   // < 0: unbounded
   int32_t window_right;  // < 0: unbounded
+  // FREE (the same bits either way): a dense batch's tile that crosses the
+  // sequence end goes through TMA, which zero-fills the rows past the
+  // tensor map's end (1, the default), or is loaded by hand like a packed
+  // batch's (0). SAMEBITS_FWD_TAIL_TMA, read per call.
+  int32_t tail_tma;
 };
 
 // Tile configuration of one (head dim, dtype). Bn and S come from the tile

@@ -32,6 +32,10 @@ struct WorkItem {
   int q_row0, q_batch;  // tensor-map coordinates of the sequence's row 0
   int k_row0, k_batch;
   int lq, lk;
+  // The tensor map's rows end where the sequence ends (a dense batch; for
+  // keys also no seqused_k below the stored length): TMA zero-fills the
+  // rows of a tile past the end, so that tile needs no hand load.
+  bool q_tail_tma, k_tail_tma;
 };
 
 template <int kBlockM>
@@ -106,6 +110,8 @@ struct TileScheduler {
       w.lk = p.seqlen_k;
     }
     if (p.seqused_k) w.lk = p.seqused_k[b];
+    w.q_tail_tma = p.tail_tma != 0 && p.cu_seqlens_q == nullptr;
+    w.k_tail_tma = p.tail_tma != 0 && p.cu_seqlens_k == nullptr && w.lk == p.seqlen_k;
     return true;
   }
 };

@@ -257,6 +257,13 @@ void dense_vs_varlen(const Problem& shape, uint64_t seed) {
   Result rv = run_gpu(pv, t);
   check(rd.status == SB_OK && rd.out == rv.out && rd.lse == rv.lse,
         "dense == packed layout " + describe(p));
+  // The dense batch's last tiles by hand (SAMEBITS_FWD_TAIL_TMA=0) instead
+  // of by TMA's zero fill (the default): the same bits.
+  setenv("SAMEBITS_FWD_TAIL_TMA", "0", 1);
+  Result rh = run_gpu(p, t);
+  unsetenv("SAMEBITS_FWD_TAIL_TMA");
+  check(rh.status == SB_OK && rd.out == rh.out && rd.lse == rh.lse,
+        "dense tail tiles by TMA == by hand " + describe(p));
 }
 
 // Chunked prefill: rows [s, e) computed with Lq = e - s over keys [0, e)
