@@ -88,6 +88,7 @@ struct DkdvTmaKernel {
     __device__ uint64_t* q_full(int s) const { return base + 2 + s; }
     __device__ uint64_t* q_empty(int s) const { return base + 2 + kS + s; }
     __device__ uint64_t* pt_empty() const { return base + 2 + 2 * kS; }
+    __device__ uint64_t* tail() const { return base + Cfg::kDkdvTmaBarriers - 1; }
   };
 
   // The unit's geometry, computed the same way by both roles (v2's
@@ -139,6 +140,7 @@ struct DkdvTmaKernel {
       mbar_init(bars.q_empty(s), kConsumerWarps * 32);
     }
     mbar_init(bars.pt_empty(), 128);
+    mbar_init(bars.tail(), 1);
   }
 
   // ---------------------------------------------------------------- producer
@@ -157,6 +159,7 @@ struct DkdvTmaKernel {
     int b, g, n;
     uint32_t unit_iter = 0;  // units done: parity of kv_empty
     uint32_t tile_iter = 0;  // query tiles done: stage and parity of q_empty
+    uint32_t tail_iter = 0;  // tiles read through the tail barrier: its parity
     const bool walk_packed = p.cu_seqlens_k != nullptr;
     for (long unit = zigzag_unit(0, walk_packed);
          walker.get<true>(p, unit, p.num_heads_k, kBn, b, g, n);
@@ -196,6 +199,21 @@ struct DkdvTmaKernel {
           } else {
             mbar_arrive(bars.q_full(s));  // this lane's lse, D stores
           }
+        } else if (u.sg.q_row0 + m0 + kBm <= u.sg.q_end) {
+          // A packed batch's tile that crosses lq whose rows past it are a
+          // neighbour's rows in use: Q and dO by TMA onto the tail barrier,
+          // then their rows >= lq zeroed (dK += G^T Q and dV += P^T dO sum
+          // over rows, with G = P = 0 there, and 0 * a NaN is not 0).
+          if (lane == 0) {
+            mbar_arrive_expect_tx(bars.tail(), 2 * Cfg::kQTileBytes);
+            tile_by_tma<Cfg, kBm>(sm.q(s), &maps.q, bars.tail(), u.sg.q_row0 + m0, h, qb);
+            tile_by_tma<Cfg, kBm>(sm.dout(s), &maps.dout, bars.tail(), u.sg.q_row0 + m0, h, qb);
+          }
+          mbar_wait(bars.tail(), tail_iter++ & 1);
+          zero_tile_rows<kBm, Cfg::kHeadDim, 32>(sm.q(s), u.sg.lq - m0, lane);
+          zero_tile_rows<kBm, Cfg::kHeadDim, 32>(sm.dout(s), u.sg.lq - m0, lane);
+          fence_proxy_async_smem();
+          mbar_arrive(bars.q_full(s));  // this lane's lse, D and zero stores
         } else {
           const int64_t row0 = u.sg.q_row0 + m0;
           const uint16_t* qs = static_cast<const uint16_t*>(p.q) + b * p.q_batch_stride +
@@ -221,7 +239,12 @@ struct DkdvTmaKernel {
       // K_n, V_n (kBn x d), once every consumer warp finished the previous
       // unit.
       mbar_wait(bars.kv_empty(), (unit_iter & 1) ^ 1);
-      if (u.k0 + kBn <= u.sg.lk || u.sg.k_tail_tma) {
+      // A block that crosses lk goes through TMA where the rows past lk are
+      // zero-filled (dense) or are rows in use of a packed neighbour (or
+      // keys past seqused_k): a key's dk and dv depend on that key's K, V
+      // alone, and rows >= lk are stored as zeros, so what they hold
+      // reaches no stored value.
+      if (u.k0 + kBn <= u.sg.lk || u.sg.k_tail_tma || u.sg.k_row0 + u.k0 + kBn <= u.sg.k_end) {
         if (lane == 0) {
           mbar_arrive_expect_tx(bars.kv_full(), 2 * Cfg::kKVBytes);
           tile_by_tma<Cfg, kBn>(sm.k(), &maps.k, bars.kv_full(), u.sg.k_row0 + u.k0, g, kb);

@@ -78,6 +78,7 @@ struct DqTmaKernel {
     __device__ uint64_t* q_empty() const { return bars() + 1; }
     __device__ uint64_t* kv_full(int s) const { return bars() + 2 + s; }
     __device__ uint64_t* kv_empty(int s) const { return bars() + 2 + kS + s; }
+    __device__ uint64_t* tail() const { return bars() + 2 + 2 * kS; }
   };
 
   // The unit's tile geometry, computed the same way by both roles (v2's
@@ -126,6 +127,7 @@ struct DqTmaKernel {
     int b, h, m;
     uint32_t unit_iter = 0;  // units done: parity of q_empty
     uint32_t tile_iter = 0;  // KV tiles done: stage and parity of kv_empty
+    uint32_t tail_iter = 0;  // tiles read through the tail barrier: its parity
     const bool walk_packed = p.cu_seqlens_q != nullptr;
     for (long unit = zigzag_unit(0, walk_packed);
          walker.get<false>(p, unit, p.num_heads, kBm, b, h, m);
@@ -149,6 +151,21 @@ struct DqTmaKernel {
           } else {
             mbar_arrive(sm.kv_full(s));
           }
+        } else if (u.sg.k_row0 + k0 + kBn <= u.sg.k_end) {
+          // A packed batch's tile that crosses lk whose rows past it (a
+          // neighbour's, or keys past seqused_k) are rows in use: K and V by
+          // TMA onto the tail barrier, then K's rows >= lk zeroed (dQ += G K
+          // with G = 0 there, and 0 * a NaN is not 0). V stays: dP of keys
+          // >= lk reaches nothing, G = 0 is selected there.
+          if (lane == 0) {
+            mbar_arrive_expect_tx(sm.tail(), 2 * Cfg::kDqTmaKVBytes);
+            tile_by_tma<Cfg, kBn>(sm.k(s), &maps.k, sm.tail(), u.sg.k_row0 + k0, hk, kb);
+            tile_by_tma<Cfg, kBn>(sm.v(s), &maps.v, sm.tail(), u.sg.k_row0 + k0, hk, kb);
+          }
+          mbar_wait(sm.tail(), tail_iter++ & 1);
+          zero_tile_rows<kBn, Cfg::kHeadDim, 32>(sm.k(s), u.sg.lk - k0, lane);
+          fence_proxy_async_smem();
+          mbar_arrive(sm.kv_full(s));
         } else {
           // The tile that crosses lk: keys >= lk zero (they are masked too).
           const int64_t row0 = u.sg.k_row0 + k0;
@@ -174,7 +191,11 @@ struct DqTmaKernel {
       // Q, dO (kBm x d each), once every consumer warp finished the
       // previous unit.
       mbar_wait(sm.q_empty(), (unit_iter & 1) ^ 1);
-      if (u.m0 + kBm <= u.sg.lq || u.sg.q_tail_tma) {
+      // A tile that crosses lq goes through TMA where the rows past lq are
+      // zero-filled (dense) or are rows in use of a packed neighbour: a
+      // row's dq depends on that row's Q, dO, lse and D alone, and rows >=
+      // lq are never stored, so what they hold reaches no stored value.
+      if (u.m0 + kBm <= u.sg.lq || u.sg.q_tail_tma || u.sg.q_row0 + u.m0 + kBm <= u.sg.q_end) {
         if (lane == 0) {
           mbar_arrive_expect_tx(sm.q_full(), 2 * Cfg::kDqQBytes);
           tile_by_tma<Cfg, kBm>(sm.q(), &maps.q, sm.q_full(), u.sg.q_row0 + u.m0, h, qb);
@@ -367,6 +388,7 @@ __global__ void __launch_bounds__(Cfg::kDqTmaThreads, 1)
     // signal_after_hand_load and the consumers' releases)
     mbar_init(sm.q_full(), 32);
     mbar_init(sm.q_empty(), K::kConsumerThreads);
+    mbar_init(sm.tail(), 1);
     for (int s = 0; s < K::kS; ++s) {
       mbar_init(sm.kv_full(s), 32);
       mbar_init(sm.kv_empty(s), K::kConsumerThreads);

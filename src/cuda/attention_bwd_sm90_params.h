@@ -209,7 +209,7 @@ struct BwdConfig {
   static constexpr int kDqTmaOffV = kDqTmaOffK + kDqTmaStages * kDqTmaKVBytes;   // [stage]
   static constexpr int kDqTmaOffBars = kDqTmaOffV + kDqTmaStages * kDqTmaKVBytes;
   // q_full, q_empty, kv_full[stage], kv_empty[stage]
-  static constexpr int kDqTmaBarriers = 2 + 2 * kDqTmaStages;
+  static constexpr int kDqTmaBarriers = 3 + 2 * kDqTmaStages;  // q full/empty, kv full/empty[s], tail
   static constexpr int kDqTmaSmemBytes = kDqTmaOffBars + kDqTmaBarriers * 8 + 1024;
   static_assert(kDqTmaSmemBytes <= 227 * 1024, "v3 dQ shared memory over the sm90 limit");
 
@@ -240,8 +240,8 @@ struct BwdConfig {
   static constexpr bool kChainMasked = kHeadDim == 64;
   static constexpr int kChainMinKeys = kHeadDim == 64 ? 8192 : 0;  // 0: never by length
   static constexpr int kDkdvTmaOffBars = kDkdvOffP + kPBytes;
-  // kv_full, kv_empty, q_full[stage], q_empty[stage]
-  static constexpr int kDkdvTmaBarriers = 3 + 2 * kStages;  // kv full/empty, q full/empty[s], pt_empty
+  // kv_full, kv_empty, q_full[stage], q_empty[stage], pt_empty, tail (last)
+  static constexpr int kDkdvTmaBarriers = 4 + 2 * kStages;
   static constexpr int kDkdvTmaSmemBytes = kDkdvTmaOffBars + kDkdvTmaBarriers * 8 + 1024;
   static_assert(kDkdvTmaSmemBytes <= 227 * 1024, "v3 dK/dV shared memory over the sm90 limit");
 
@@ -292,8 +292,9 @@ struct BwdFusedConfig : BwdConfig<kHeadDim_, kBf16_> {
   static constexpr int kDkdvOffRow = kFusedOffDq + kDqBufs * kDqTileBytes;         // lse, D [stage]
   static constexpr int kDkdvOffP = kDkdvOffRow + kStages * 2 * Base::kBlockM * 4;  // (no P^T)
   static constexpr int kDkdvTmaOffBars = kDkdvOffP;
-  // DkdvTmaKernel's barriers (3 + 2 kStages), then dq_full[2], dq_empty[2].
-  static constexpr int kDkdvTmaBarriers = 3 + 2 * kStages + 4;
+  // DkdvTmaKernel's barriers (3 + 2 kStages), then dq_full[2], dq_empty[2],
+  // then DkdvTmaKernel's tail barrier (always the last).
+  static constexpr int kDkdvTmaBarriers = 3 + 2 * kStages + 4 + 1;
   static constexpr int kDkdvTmaSmemBytes = kDkdvTmaOffBars + kDkdvTmaBarriers * 8 + 1024;
   static_assert(kDkdvTmaSmemBytes <= 227 * 1024, "fused shared memory over the sm90 limit");
   static_assert(kGBytes % 1024 == 0 && kDqTileBytes % 1024 == 0, "1024-byte aligned buffers");
@@ -330,10 +331,16 @@ struct SeqGeom {
   int lq;          // query rows
   int lk;          // visible keys (seqused_k when set)
   int lk_stored;   // stored key rows (dk/dv rows to write; rows >= lk get 0)
-  // The tensor map's rows end where the sequence ends (a dense batch; for
-  // keys also no seqused_k below the stored length): TMA itself zero-fills
-  // the rows of a tile past the end, so that tile needs no hand load.
+  // How a tile that crosses the sequence end is loaded (the producers;
+  // FREE: every way gives the same bits). q/k_tail_tma: the tensor map's
+  // rows end where the sequence ends (a dense batch; for keys also no
+  // seqused_k below the stored length), so TMA zero-fills the rows past the
+  // end. q/k_end: a packed batch's rows in use (cu_seqlens[batch]; 0 when
+  // dense or with tail_tma off); a tile that ends there or before may be
+  // read by TMA with its neighbour's rows (then made harmless), else it is
+  // loaded by hand.
   bool q_tail_tma, k_tail_tma;
+  int q_end, k_end;
 };
 
 __device__ __forceinline__ SeqGeom seq_geom(const AttentionBwdParams& p, int b) {
@@ -357,6 +364,8 @@ __device__ __forceinline__ SeqGeom seq_geom(const AttentionBwdParams& p, int b) 
   if (s.lk < 0) s.lk = 0;
   s.q_tail_tma = p.tail_tma != 0 && p.cu_seqlens_q == nullptr;
   s.k_tail_tma = p.tail_tma != 0 && p.cu_seqlens_k == nullptr && s.lk == s.lk_stored;
+  s.q_end = p.tail_tma != 0 && p.cu_seqlens_q ? p.cu_seqlens_q[p.batch] : 0;
+  s.k_end = p.tail_tma != 0 && p.cu_seqlens_k ? p.cu_seqlens_k[p.batch] : 0;
   return s;
 }
 

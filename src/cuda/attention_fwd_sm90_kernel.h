@@ -221,6 +221,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, 1)
       mbar_init(smem.k_empty(s), 4 * Cfg::kConsumerWarpgroups);
       mbar_init(smem.v_empty(s), 4 * Cfg::kConsumerWarpgroups);
     }
+    mbar_init(smem.tail(), 1);
     fence_barrier_init();
   }
   __syncthreads();

@@ -25,6 +25,9 @@
 //                 S = Q K^T on stage s, K may be overwritten. 4 * consumer WGs
 //   v_empty[s]    consumers -> producer: every consumer warp finished
 //                 O += P V on stage s, V may be overwritten.  4 * consumer WGs
+//   tail          TMA -> producer: a packed batch's last V block landed
+//                 (the producer zeroes its rows past lk, then signals
+//                 v_full itself).                            1 arrival (+tx)
 // K is released as soon as its S is computed, V one block later (the
 // consumer overlaps O += P_{n-1} V_{n-1} with S_n = Q K_n^T and the softmax
 // of S_n), so the next K load starts early even with two stages.
@@ -61,6 +64,7 @@ struct SharedStorage {
   __device__ uint64_t* v_full(int s) const { return bars() + 2 + Cfg::kStages + s; }
   __device__ uint64_t* k_empty(int s) const { return bars() + 2 + 2 * Cfg::kStages + s; }
   __device__ uint64_t* v_empty(int s) const { return bars() + 2 + 3 * Cfg::kStages + s; }
+  __device__ uint64_t* tail() const { return bars() + 2 + 4 * Cfg::kStages; }
 };
 
 // The visible KV blocks of a work item: [n_lo, n_hi], empty when n_hi < n_lo.
@@ -115,6 +119,7 @@ struct Producer {
     WorkItem w;
     uint32_t tile_iter = 0;  // work items done: parity of q_empty
     uint32_t block_iter = 0; // KV blocks done: stage and parity of k/v_empty
+    uint32_t tail_iter = 0;  // V blocks read through the tail barrier: its parity
     for (; sched.next(w); ++tile_iter) {
       const Visibility vis{w.lq, w.lk, p.window_left, p.window_right};
       const BlockRange<Cfg> range(w, vis);
@@ -123,7 +128,13 @@ struct Producer {
       // Q tile (kBlockM x d): wait until every consumer warp is done with
       // the previous item's Q.
       mbar_wait(smem.q_empty(), (tile_iter & 1) ^ 1);
-      if (range.m0 + Cfg::kBlockM <= w.lq || w.q_tail_tma) {
+      // A tile that crosses lq goes through TMA where the rows past lq are
+      // zero-filled (dense) or are rows in use of a packed neighbour: a
+      // query row's logits, softmax and output depend on that row alone,
+      // and rows >= lq are never stored, so what they hold reaches no
+      // stored value.
+      if (range.m0 + Cfg::kBlockM <= w.lq || w.q_tail_tma ||
+          w.q_row0 + range.m0 + Cfg::kBlockM <= w.q_end) {
         if (tid == 0) {
           mbar_arrive_expect_tx(smem.q_full(), Cfg::kQBytes);
 #pragma unroll
@@ -162,6 +173,34 @@ struct Producer {
               tma_load_4d(smem.v(s) + c * Cfg::kBlockN * Cfg::kRowBytes, &p.tma_v, smem.v_full(s),
                           c * Cfg::kChunk, w.k_row0 + k0, hk, w.k_batch);
           }
+        } else if (w.k_row0 + k0 + Cfg::kBlockN <= w.k_end) {
+          // A packed batch's last block whose rows past lk (a neighbour's,
+          // or keys past seqused_k) are rows in use: K by TMA as it is (the
+          // logits of keys >= lk are replaced by -inf, so what those rows
+          // hold reaches no sum), V by TMA onto the tail barrier, then its
+          // rows >= lk zeroed before the block is signalled (P = 0 there,
+          // and 0 * a NaN is not 0).
+          mbar_wait(smem.k_empty(s), parity ^ 1);
+          if (tid == 0) {
+            mbar_arrive_expect_tx(smem.k_full(s), Cfg::kKVBytes);
+#pragma unroll
+            for (int c = 0; c < Cfg::kChunks; ++c)
+              tma_load_4d(smem.k(s) + c * Cfg::kBlockN * Cfg::kRowBytes, &p.tma_k, smem.k_full(s),
+                          c * Cfg::kChunk, w.k_row0 + k0, hk, w.k_batch);
+          }
+          mbar_wait(smem.v_empty(s), parity ^ 1);
+          if (tid == 0) {
+            mbar_arrive_expect_tx(smem.tail(), Cfg::kKVBytes);
+#pragma unroll
+            for (int c = 0; c < Cfg::kChunks; ++c)
+              tma_load_4d(smem.v(s) + c * Cfg::kBlockN * Cfg::kRowBytes, &p.tma_v, smem.tail(),
+                          c * Cfg::kChunk, w.k_row0 + k0, hk, w.k_batch);
+          }
+          mbar_wait(smem.tail(), tail_iter++ & 1);
+          zero_tile_rows<Cfg::kBlockN, Cfg::kHeadDim, 32>(smem.v(s), w.lk - k0, tid);
+          fence_proxy_async_smem();
+          __syncwarp();
+          if (tid == 0) mbar_arrive(smem.v_full(s));
         } else {
           // The last block of the sequence: keys >= lk are zero in shared
           // memory (their logits are masked to -inf as well).

@@ -102,8 +102,8 @@ struct FwdConfig {
   static constexpr int kOffV = kOffK + kStages * kKVBytes;
   static constexpr int kOffFold = kOffV + kStages * kKVBytes;
   static constexpr int kOffBarriers = kOffFold + kFoldBytes;
-  // q_full, q_empty, k_full[S], v_full[S], k_empty[S], v_empty[S]
-  static constexpr int kNumBarriers = 2 + 4 * kStages;
+  // q_full, q_empty, k_full[S], v_full[S], k_empty[S], v_empty[S], tail
+  static constexpr int kNumBarriers = 3 + 4 * kStages;
   static constexpr int kSmemBytes = kOffBarriers + kNumBarriers * 8 + 1024;  // + base alignment
   static_assert(kQBytes % 1024 == 0 && kKVBytes % 1024 == 0, "tiles must keep 1024B alignment");
   static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm90 limit");

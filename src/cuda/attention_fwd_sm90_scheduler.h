@@ -32,10 +32,16 @@ struct WorkItem {
   int q_row0, q_batch;  // tensor-map coordinates of the sequence's row 0
   int k_row0, k_batch;
   int lq, lk;
-  // The tensor map's rows end where the sequence ends (a dense batch; for
-  // keys also no seqused_k below the stored length): TMA zero-fills the
-  // rows of a tile past the end, so that tile needs no hand load.
+  // How a tile that crosses the sequence end is loaded (the producer,
+  // attention_fwd_sm90_mainloop.h; FREE: every way gives the same bits).
+  // q/k_tail_tma: the tensor map's rows end where the sequence ends (a
+  // dense batch; for keys also no seqused_k below the stored length), so
+  // TMA zero-fills the rows past the end. q/k_end: a packed batch's rows
+  // in use (cu_seqlens[batch]); a tile that ends there or before may be
+  // read by TMA with its neighbour's rows (then made harmless), else it is
+  // loaded by hand.
   bool q_tail_tma, k_tail_tma;
+  int q_end, k_end;
 };
 
 template <int kBlockM>
@@ -112,6 +118,8 @@ struct TileScheduler {
     if (p.seqused_k) w.lk = p.seqused_k[b];
     w.q_tail_tma = p.tail_tma != 0 && p.cu_seqlens_q == nullptr;
     w.k_tail_tma = p.tail_tma != 0 && p.cu_seqlens_k == nullptr && w.lk == p.seqlen_k;
+    w.q_end = p.tail_tma != 0 && p.cu_seqlens_q ? p.cu_seqlens_q[p.batch] : 0;
+    w.k_end = p.tail_tma != 0 && p.cu_seqlens_k ? p.cu_seqlens_k[p.batch] : 0;
     return true;
   }
 };

@@ -236,6 +236,22 @@ __device__ __forceinline__ void load_tile(uint8_t* dst, const void* src_bytes, i
   }
 }
 
+// Rows [from, kRows) of a kRows x kD tile in the layout above set to zero
+// by kThreads threads (whole 128-byte rows of every chunk, so the swizzle
+// does not matter). After a TMA that read a packed batch's neighbour rows
+// into them: the caller waited for that TMA and fences toward the async
+// proxy before it signals the tile.
+template <int kRows, int kD, int kThreads>
+__device__ __forceinline__ void zero_tile_rows(uint8_t* dst, int from, int tid) {
+  constexpr int kUnitsPerRow = kD / 8;
+  const int n = (kRows - from) * kUnitsPerRow;
+  for (int idx = tid; idx < n; idx += kThreads) {
+    const int r = from + idx / kUnitsPerRow, unit = idx % kUnitsPerRow;
+    *reinterpret_cast<uint4*>(dst + (unit / 8) * (kRows * 128) + r * 128 + (unit % 8) * 16) =
+        make_uint4(0u, 0u, 0u, 0u);
+  }
+}
+
 // ---------------------------------------------------------------- math
 // Fixed-precision helpers: the numerics contract names every rounding, so
 // these are never contracted into FMAs or replaced by approximations the

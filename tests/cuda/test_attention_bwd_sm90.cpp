@@ -511,6 +511,63 @@ void invariance_suite(int D, sb_dtype dt, int Hk, bool causal, float softcap, in
   }
 }
 
+// Non-finite values of this dtype, in turn: NaN, +Inf, -Inf.
+uint16_t poison(sb_dtype dt, size_t i) {
+  static const uint16_t bf16[3] = {0x7fc0, 0x7f80, 0xff80}, fp16[3] = {0x7e00, 0x7c00, 0xfc00};
+  return (dt == SB_BF16 ? bf16 : fp16)[i % 3];
+}
+
+// A packed batch's tiles that cross a sequence end read the next
+// sequence's rows by TMA where they are rows in use, and the producers make
+// them harmless (attention_bwd_sm90_dq_tma.h, _dkdv_tma.h): neighbours whose
+// q, k, v, out, dout and lse are all NaN or Inf leave every other
+// sequence's gradients equal to the sequence's alone, with the TMA tails
+// and with the hand loads (SAMEBITS_BWD_TAIL_TMA=0). Negative control: the
+// same values in one of the sequence's own key rows change its gradients.
+void nan_neighbour_case(int D, sb_dtype dt, bool causal) {
+  Problem shape;
+  shape.D = D;
+  shape.dt = dt;
+  shape.H = 4;
+  shape.Hk = 2;
+  shape.wr = causal ? 0 : -1;
+  const std::string tag = std::string(dt_name(dt)) + " d" + std::to_string(D) + (causal ? " causal" : "");
+  std::mt19937 rng(D * 7 + dt + (causal ? 3 : 0));
+  std::vector<Seq> good;
+  for (int L : {333, 1000, 130, 70}) good.push_back(make_seq(shape, L, L, rng()));
+  Seq bad = make_seq(shape, 300, 300, rng());
+  for (auto* v : {&bad.in.q, &bad.in.k, &bad.in.v, &bad.in.out, &bad.in.dout})
+    for (size_t i = 0; i < v->size(); ++i) (*v)[i] = poison(dt, i);
+  for (size_t i = 0; i < bad.in.lse.size(); ++i) bad.in.lse[i] = i % 2 ? NAN : INFINITY;
+  std::vector<SeqSlice> alone;
+  for (const Seq& g : good) {
+    auto [p1, in1] = pack(shape, {&g}, false);
+    alone.push_back(slice(p1, run_bwd(p1, in1), 0));
+  }
+  // good, bad, good, bad, ...: every good sequence but the last is followed
+  // by the poisoned one
+  std::vector<const Seq*> seqs;
+  for (const Seq& g : good) {
+    seqs.push_back(&g);
+    seqs.push_back(&bad);
+  }
+  seqs.pop_back();
+  auto [p, in] = pack(shape, seqs, false);
+  for (const char* tail : {"1", "0"}) {
+    setenv("SAMEBITS_BWD_TAIL_TMA", tail, 1);
+    const Grads g = run_bwd(p, in);
+    bool same = g.status == SB_OK;
+    for (size_t j = 0; j < good.size(); ++j) same = same && slice(p, g, 2 * j) == alone[j];
+    check(same, "NaN / Inf neighbours " + tag + " (tail tma " + tail + "): every other sequence == alone");
+  }
+  unsetenv("SAMEBITS_BWD_TAIL_TMA");
+  Seq own = good[0];
+  for (int c = 0; c < D; ++c) own.in.k[(size_t)(own.lk - 1) * shape.Hk * D + c] = poison(dt, c);
+  auto [po, ino] = pack(shape, {&own}, false);
+  check(!(slice(po, run_bwd(po, ino), 0) == alone[0]),
+        "negative control: NaN / Inf in the sequence's own last key row change its gradients (DIFFERS, expected) " + tag);
+}
+
 // 50 runs -> one hash; a different grid -> the same hash; dense == packed.
 void runs_suite(int D, sb_dtype dt) {
   Problem p;
@@ -805,6 +862,7 @@ int main(int argc, char** argv) {
         runs_suite(D, dt);
         gqa_sum_case(D, dt);
         forms_suite(D, dt);
+        nan_neighbour_case(D, dt, D == 128);
       }
     for (int D : {64, 128, 256}) invariance_suite(D, SB_BF16, 1, true, 0.f, -1);
     invariance_suite(128, SB_F16, 4, false, 0.f, -1);

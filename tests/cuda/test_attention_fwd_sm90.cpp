@@ -244,6 +244,52 @@ void varlen_invariance(const Problem& shape, uint64_t seed) {
   check(ok, "varlen packing invariance (3 random orders) " + describe(shape));
 }
 
+// Non-finite values of this dtype, in turn: NaN, +Inf, -Inf.
+uint16_t poison(sb_dtype dt, size_t i) {
+  static const uint16_t bf16[3] = {0x7fc0, 0x7f80, 0xff80}, fp16[3] = {0x7e00, 0x7c00, 0xfc00};
+  return (dt == SB_BF16 ? bf16 : fp16)[i % 3];
+}
+
+// A packed batch's tiles that cross a sequence end read the next
+// sequence's rows by TMA where they are rows in use, and the producer makes
+// them harmless (attention_fwd_sm90_mainloop.h): neighbours whose q, k, v
+// are all NaN or Inf leave every other sequence's rows equal to the
+// sequence's alone, with the TMA tails and with the hand loads
+// (SAMEBITS_FWD_TAIL_TMA=0). Negative control: the same values in one of
+// the sequence's own key rows change its rows.
+void nan_neighbour_case(const Problem& shape, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<Seq> good;
+  for (int L : {333, 1000, 130, 777}) good.push_back(make_seq(shape, L, L, rng()));
+  Seq bad = make_seq(shape, 300, 300, rng());
+  for (auto* v : {&bad.t.q, &bad.t.k, &bad.t.v})
+    for (size_t i = 0; i < v->size(); ++i) (*v)[i] = poison(shape.dt, i);
+  std::vector<Rows> alone;
+  for (const Seq& g : good) alone.push_back(run_alone(shape, g));
+  std::vector<const Seq*> order;
+  for (const Seq& g : good) {
+    order.push_back(&g);
+    order.push_back(&bad);
+  }
+  order.pop_back();
+  Tensors t;
+  Problem p = pack(shape, order, t);
+  for (const char* tail : {"1", "0"}) {
+    setenv("SAMEBITS_FWD_TAIL_TMA", tail, 1);
+    Result r = run_gpu(p, t);
+    bool same = r.status == SB_OK;
+    for (size_t j = 0; j < good.size(); ++j) same = same && extract(p, r, 2 * j, 0, good[j].lq) == alone[j];
+    check(same, std::string("NaN / Inf neighbours (tail tma ") + tail + "): every other sequence == alone " +
+                    describe(shape));
+  }
+  unsetenv("SAMEBITS_FWD_TAIL_TMA");
+  Seq own = good[0];
+  for (int c = 0; c < shape.D; ++c) own.t.v[(size_t)(own.lk - 1) * shape.Hk * shape.D + c] = poison(shape.dt, c);
+  check(!(run_alone(shape, own) == alone[0]),
+        "negative control: NaN / Inf in the sequence's own last value row change its rows (DIFFERS, expected) " +
+            describe(shape));
+}
+
 // Dense layout == packed layout for the same sequences.
 void dense_vs_varlen(const Problem& shape, uint64_t seed) {
   Problem p = shape;
@@ -418,6 +464,7 @@ int main(int argc, char** argv) {
         chunk_invariance(shape, 11 + D);
       }
       dense_vs_varlen(shape, 13 + D);
+      nan_neighbour_case(shape, 19 + D);
       gqa_invariance(shape, 17 + D);
       if (main_cfg) {
         Problem sw = shape;

@@ -1,0 +1,111 @@
+#!/usr/bin/env python3
+"""Packed (varlen) attention, forward and backward, on batches of random
+lengths: the trainer's case. Times samebits alone, as TFLOP/s over the
+batch's sum of L^2, under each value of the FREE knobs named in --knobs
+(environment variables the library reads at every call), alternated in
+--rounds rounds, so one run compares the ways of loading a sequence's last
+tiles (SAMEBITS_FWD_TAIL_TMA, SAMEBITS_BWD_TAIL_TMA: 1 by TMA, 0 by hand).
+
+Method: value checks off (no host sync per call); per timed sample,
+--calls back-to-back calls between two CUDA events, divided by --calls;
+median of --reps samples. Forward: attention_varlen; backward:
+torch.autograd.backward(out, dout, retain_graph=True). Lengths: uniform
+in [lo, hi] from a fixed seed until --tokens tokens. Prints one JSON line
+per (distribution, causal, knob value, round) and writes them to --out.
+
+usage: PYTHONPATH=python SAMEBITS_LIBRARY=... python bench/bench_varlen.py --out $OUT
+"""
+import argparse
+import json
+import os
+import random
+import statistics
+
+import torch
+
+import samebits
+
+
+def lengths(lo, hi, tokens, seed):
+    rng = random.Random(seed)
+    out = []
+    while sum(out) < tokens:
+        out.append(rng.randint(lo, hi))
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=os.environ.get("OUT", "."))
+    ap.add_argument("--dists", default="64-2048,512-4096", help="lo-hi ranges of the lengths")
+    ap.add_argument("--tokens", type=int, default=16384)
+    ap.add_argument("--heads", type=int, default=16)
+    ap.add_argument("--kv-heads", type=int, default=16)
+    ap.add_argument("--dim", type=int, default=128)
+    ap.add_argument("--reps", type=int, default=7)
+    ap.add_argument("--calls", type=int, default=10)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--knobs", default="SAMEBITS_FWD_TAIL_TMA,SAMEBITS_BWD_TAIL_TMA")
+    args = ap.parse_args()
+    samebits.set_value_checks(False)
+    dev, dt = torch.device("cuda"), torch.bfloat16
+    H, Hk, D = args.heads, args.kv_heads, args.dim
+    knobs = [k for k in args.knobs.split(",") if k]
+    rows = []
+    for dist in args.dists.split(","):
+        lo, hi = (int(x) for x in dist.split("-"))
+        lens = lengths(lo, hi, args.tokens, 2026 + lo + hi)
+        T = sum(lens)
+        cu = torch.tensor([0] + list(__import__("itertools").accumulate(lens)), dtype=torch.int32, device=dev)
+        sq = sum(L * L for L in lens)
+        g = torch.Generator(device=dev).manual_seed(7)
+        q = torch.randn(T, H, D, device=dev, dtype=dt, generator=g).requires_grad_()
+        k = torch.randn(T, Hk, D, device=dev, dtype=dt, generator=g).requires_grad_()
+        v = torch.randn(T, Hk, D, device=dev, dtype=dt, generator=g).requires_grad_()
+        dout = torch.randn(T, H, D, device=dev, dtype=dt, generator=g)
+        for causal in (False, True):
+            fwd_flops = 4.0 * H * sq * D * (0.5 if causal else 1.0)
+
+            def fwd():
+                return samebits.attention_varlen(q, k, v, cu, cu, causal=causal)
+
+            def timed(fn):
+                for _ in range(2):
+                    fn()
+                torch.cuda.synchronize()
+                ts = []
+                for _ in range(args.reps):
+                    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                    s.record()
+                    for _ in range(args.calls):
+                        fn()
+                    e.record()
+                    e.synchronize()
+                    ts.append(s.elapsed_time(e) / args.calls)
+                return statistics.median(ts)
+
+            for r in range(args.rounds):
+                for val in ("1", "0"):
+                    for kn in knobs:
+                        os.environ[kn] = val
+                    with torch.no_grad():
+                        f_ms = timed(fwd)
+                    out = fwd()
+                    b_ms = timed(lambda: torch.autograd.backward(out, dout, retain_graph=True))
+                    row = {"gpu": torch.cuda.get_device_name(), "dist": dist, "seqs": len(lens), "tokens": T,
+                           "heads": H, "kv_heads": Hk, "head_dim": D, "causal": causal, "knobs": knobs, "value": val,
+                           "round": r + 1, "fwd_ms": f_ms, "fwd_tflops": fwd_flops / f_ms / 1e9,
+                           "bwd_ms": b_ms, "bwd_tflops": 2.5 * fwd_flops / b_ms / 1e9}
+                    print(json.dumps(row), flush=True)
+                    rows.append(row)
+                    del out
+                    q.grad = k.grad = v.grad = None
+    for kn in knobs:
+        os.environ.pop(kn, None)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "bench_varlen.json"), "w") as f:
+        json.dump(rows, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
