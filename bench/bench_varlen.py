@@ -46,6 +46,7 @@ def main():
     ap.add_argument("--calls", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--knobs", default="SAMEBITS_FWD_TAIL_TMA,SAMEBITS_BWD_TAIL_TMA")
+    ap.add_argument("--values", default="1,0", help="the knobs' values to time, in turn")
     args = ap.parse_args()
     samebits.set_value_checks(False)
     dev, dt = torch.device("cuda"), torch.bfloat16
@@ -85,7 +86,7 @@ def main():
                 return statistics.median(ts)
 
             for r in range(args.rounds):
-                for val in ("1", "0"):
+                for val in args.values.split(","):
                     for kn in knobs:
                         os.environ[kn] = val
                     with torch.no_grad():

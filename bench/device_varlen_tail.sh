@@ -37,6 +37,24 @@ done
 SAMEBITS_LIBRARY=$C/libsamebits.so PYTHONPATH=python timeout 300 python3 bench/bench_varlen.py --out "$OUT/logs/varlen" \
   > "$OUT/logs/varlen.log" 2>&1
 echo "varlen rc=$?" | tee -a "$OUT/summary.txt"
+if [ -n "${OLD:-}" ]; then  # an earlier library, its TMA tails only (value 1)
+  O=$PWD/$OLD
+  python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$O/libsamebits.so.xz" "$O/libsamebits.so"
+  SAMEBITS_LIBRARY=$O/libsamebits.so PYTHONPATH=python timeout 200 python3 bench/bench_varlen.py --out "$OUT/logs/varlen_old" \
+    --values 1 > "$OUT/logs/varlen_old.log" 2>&1
+  echo "varlen old rc=$?" | tee -a "$OUT/summary.txt"
+  python3 - "$OUT/logs/varlen.log" "$OUT/logs/varlen_old.log" <<'PY' | tee "$OUT/table_old.txt"
+import json, sys
+new = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{") and '"value": "1"' in l]
+old = [json.loads(l) for l in open(sys.argv[2]) if l.startswith("{")]
+print("dist causal | fwd TFLOP/s new (rounds) / old | bwd new / old")
+keys = sorted({(r["dist"], r["causal"]) for r in new})
+for k in keys:
+    n = [r for r in new if (r["dist"], r["causal"]) == k]; o = [r for r in old if (r["dist"], r["causal"]) == k]
+    f = lambda xs, key: " ".join(f"{x[key]:.0f}" for x in xs)
+    print(f"{k[0]} {k[1]} | {f(n,'fwd_tflops')} / {f(o,'fwd_tflops')} | {f(n,'bwd_tflops')} / {f(o,'bwd_tflops')}")
+PY
+fi
 python3 - "$OUT/logs/varlen.log" <<'PY' | tee "$OUT/table.txt"
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
