@@ -9,7 +9,10 @@ tiles (SAMEBITS_FWD_TAIL_TMA, SAMEBITS_BWD_TAIL_TMA: 1 by TMA, 0 by hand).
 Method: value checks off (no host sync per call); per timed sample,
 --calls back-to-back calls between two CUDA events, divided by --calls;
 median of --reps samples. Forward: attention_varlen; backward:
-torch.autograd.backward(out, dout, retain_graph=True). Lengths: uniform
+torch.autograd.grad(out, (q, k, v), dout, retain_graph=True) (the
+gradients returned, not added into .grad: before 2026-11-26's last runs
+the bench used autograd.backward, and every call after the first also
+timed three bf16 additions into .grad, ~200 us at 16k tokens). Lengths: uniform
 in [lo, hi] from a fixed seed until --tokens tokens. Prints one JSON line
 per (distribution, causal, knob value, round) and writes them to --out.
 
@@ -47,6 +50,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--knobs", default="SAMEBITS_FWD_TAIL_TMA,SAMEBITS_BWD_TAIL_TMA")
     ap.add_argument("--values", default="1,0", help="the knobs' values to time, in turn")
+    ap.add_argument("--profile", action="store_true",
+                    help="also list the kernels of one backward (torch.profiler, mean of 3 calls, us)")
     args = ap.parse_args()
     samebits.set_value_checks(False)
     dev, dt = torch.device("cuda"), torch.bfloat16
@@ -85,6 +90,25 @@ def main():
                     ts.append(s.elapsed_time(e) / args.calls)
                 return statistics.median(ts)
 
+            if args.profile:
+                from torch.profiler import ProfilerActivity, profile
+                out = fwd()
+                for _ in range(2):
+                    torch.autograd.grad(out, (q, k, v), dout, retain_graph=True)
+                torch.cuda.synchronize()
+                with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                    for _ in range(3):
+                        torch.autograd.grad(out, (q, k, v), dout, retain_graph=True)
+                    torch.cuda.synchronize()
+                kern = {}
+                for ev in prof.events():
+                    if ev.device_type.name == "CUDA":
+                        kern[ev.name] = kern.get(ev.name, 0.0) + ev.device_time / 3
+                row = {"dist": dist, "causal": causal, "profile_bwd_us": {k[:90]: round(v, 1) for k, v in
+                                                                          sorted(kern.items(), key=lambda x: -x[1])}}
+                print(json.dumps(row), flush=True)
+                rows.append(row)
+                del out
             for r in range(args.rounds):
                 for val in args.values.split(","):
                     for kn in knobs:
@@ -92,7 +116,7 @@ def main():
                     with torch.no_grad():
                         f_ms = timed(fwd)
                     out = fwd()
-                    b_ms = timed(lambda: torch.autograd.backward(out, dout, retain_graph=True))
+                    b_ms = timed(lambda: torch.autograd.grad(out, (q, k, v), dout, retain_graph=True))
                     row = {"gpu": torch.cuda.get_device_name(), "dist": dist, "seqs": len(lens), "tokens": T,
                            "heads": H, "kv_heads": Hk, "head_dim": D, "causal": causal, "knobs": knobs, "value": val,
                            "round": r + 1, "fwd_ms": f_ms, "fwd_tflops": fwd_flops / f_ms / 1e9,
@@ -100,7 +124,6 @@ def main():
                     print(json.dumps(row), flush=True)
                     rows.append(row)
                     del out
-                    q.grad = k.grad = v.grad = None
     for kn in knobs:
         os.environ.pop(kn, None)
     os.makedirs(args.out, exist_ok=True)

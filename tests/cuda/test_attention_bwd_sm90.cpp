@@ -723,8 +723,9 @@ void negative_control() {
 // BWD_BENCH_DIMS (e.g. "128"): the head dims to time (default 64,128,256).
 // BWD_BENCH_LENGTHS (e.g. "1024,1025"): dense batches of 16k / L sequences
 // of L tokens (default 1024,4096,16384). BWD_BENCH_PACKED=1 adds a packed
-// batch of random lengths in [64, 4096] (seeded, ~16k tokens, the same
-// lengths every run), as a trainer's varlen batch.
+// batch of random lengths in [64, 4096] (BWD_BENCH_PACKED_RANGE=lo,hi;
+// seeded, ~16k tokens, the same lengths every run), as a trainer's varlen
+// batch.
 std::vector<int> env_ints(const char* name, std::vector<int> fallback) {
   const char* e = std::getenv(name);
   if (e == nullptr || e[0] == '\0') return fallback;
@@ -823,8 +824,9 @@ void bench() {
       for (bool causal : {false, true})
         bench_case(D, std::vector<int>(16384 / L, L), false, causal, std::to_string(L).c_str());
     if (packed) {
+      const std::vector<int> range = env_ints("BWD_BENCH_PACKED_RANGE", {64, 4096});
       std::mt19937 rng(2026u);
-      std::uniform_int_distribution<int> len(64, 4096);
+      std::uniform_int_distribution<int> len(range[0], range[1]);
       std::vector<int> lens;
       for (int n = 0; n < 16384;) lens.push_back(len(rng)), n += lens.back();
       const std::string label = "packed " + std::to_string(lens.size()) + " seqs";
