@@ -50,6 +50,8 @@ def main():
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--knobs", default="SAMEBITS_FWD_TAIL_TMA,SAMEBITS_BWD_TAIL_TMA")
     ap.add_argument("--values", default="1,0", help="the knobs' values to time, in turn")
+    ap.add_argument("--flex", action="store_true",
+                    help="also time compiled FlexAttention with a document mask (the peer for packed batches)")
     ap.add_argument("--profile", action="store_true",
                     help="also list the kernels of one backward (torch.profiler, mean of 3 calls, us)")
     args = ap.parse_args()
@@ -117,13 +119,48 @@ def main():
                         f_ms = timed(fwd)
                     out = fwd()
                     b_ms = timed(lambda: torch.autograd.grad(out, (q, k, v), dout, retain_graph=True))
-                    row = {"gpu": torch.cuda.get_device_name(), "dist": dist, "seqs": len(lens), "tokens": T,
+                    row = {"gpu": torch.cuda.get_device_name(), "impl": "samebits", "dist": dist, "seqs": len(lens), "tokens": T,
                            "heads": H, "kv_heads": Hk, "head_dim": D, "causal": causal, "knobs": knobs, "value": val,
                            "round": r + 1, "fwd_ms": f_ms, "fwd_tflops": fwd_flops / f_ms / 1e9,
                            "bwd_ms": b_ms, "bwd_tflops": 2.5 * fwd_flops / b_ms / 1e9}
                     print(json.dumps(row), flush=True)
                     rows.append(row)
                     del out
+            if args.flex:
+                # The same batch as one sequence of T tokens whose keys are
+                # masked to the query's own document (and causal).
+                row = {"gpu": torch.cuda.get_device_name(), "impl": "flex", "dist": dist, "seqs": len(lens),
+                       "tokens": T, "heads": H, "kv_heads": Hk, "head_dim": D, "causal": causal}
+                try:
+                    from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+                    doc = torch.repeat_interleave(torch.arange(len(lens), device=dev),
+                                                  torch.tensor(lens, device=dev))
+                    if causal:
+                        def mask_mod(b, h, qi, ki):
+                            return (doc[qi] == doc[ki]) & (qi >= ki)
+                    else:
+                        def mask_mod(b, h, qi, ki):
+                            return doc[qi] == doc[ki]
+                    bm = create_block_mask(mask_mod, None, None, T, T, device=dev)
+                    fx = torch.compile(flex_attention, dynamic=False)
+                    qf, kf, vf = (x.detach().view(1, T, x.shape[1], D).transpose(1, 2).contiguous().requires_grad_()
+                                  for x in (q, k, v))
+                    doutf = dout.view(1, T, H, D).transpose(1, 2).contiguous()
+
+                    def ffwd():
+                        return fx(qf, kf, vf, block_mask=bm, enable_gqa=H != Hk)
+
+                    with torch.no_grad():
+                        f_ms = timed(ffwd)
+                    of = ffwd()
+                    b_ms = timed(lambda: torch.autograd.grad(of, (qf, kf, vf), doutf, retain_graph=True))
+                    row.update({"fwd_ms": f_ms, "fwd_tflops": fwd_flops / f_ms / 1e9, "bwd_ms": b_ms,
+                                "bwd_tflops": 2.5 * fwd_flops / b_ms / 1e9})
+                    del of
+                except Exception as e:  # noqa: BLE001 - the peer could not run this configuration
+                    row["error"] = f"{type(e).__name__}: {str(e)[:200]}"
+                print(json.dumps(row), flush=True)
+                rows.append(row)
     for kn in knobs:
         os.environ.pop(kn, None)
     os.makedirs(args.out, exist_ok=True)
