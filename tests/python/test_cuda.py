@@ -145,15 +145,16 @@ def test_backward_runs_and_is_deterministic():
     assert all(torch.equal(a, b) for a, b in zip(g1, g2))
 
 
-@pytest.mark.parametrize("case", ["causal_lq_gt_lk", "window", "d256_gqa", "varlen"])
+@pytest.mark.parametrize("case", ["causal_lq_gt_lk", "window", "d256_gqa", "varlen", "varlen_unchecked"])
 def test_backward_writes_every_gradient_element(case):
-    """dq, dk, dv come from torch.empty (no zero fill) for dense batches and
-    for packed ones whose offsets the value checks verified: the kernels must
-    write every element. The caching allocator is poisoned with NaN blocks
-    of the gradients' sizes first, and the gradients must equal those of a
-    run on clean memory. Cases with rows that see no key (Lq > Lk under
-    causal), keys no row sees (a window), and a packed batch of odd lengths.
-    Negative control: the poisoned blocks do come back from torch.empty."""
+    """dq, dk, dv come from torch.empty (no zero fill), for dense and packed
+    batches, with the value checks on or off: the kernels must write every
+    element. The caching allocator is poisoned with NaN blocks of the
+    gradients' sizes first, and the gradients must equal those of a run on
+    clean memory. Cases with rows that see no key (Lq > Lk under causal),
+    keys no row sees (a window), and a packed batch of odd lengths (also
+    with set_value_checks(False)). Negative control: the poisoned blocks do
+    come back from torch.empty."""
     D, Lq, Lk, H, Hk, kw = 128, 300, 200, 4, 2, dict(causal=True)
     if case == "window":
         Lq, Lk, kw = 257, 257, dict(window_size=(16, 3))
@@ -162,7 +163,7 @@ def test_backward_writes_every_gradient_element(case):
     q = _qkv(2, Lq, H, H, D, seed=5)[0]
     k, v = _qkv(2, Lk, Hk, Hk, D, seed=6)[1:]
     fn = samebits.attention
-    if case == "varlen":
+    if case.startswith("varlen"):
         lens = [77, 1, 300, 129]
         cu = torch.tensor([0] + list(torch.tensor(lens).cumsum(0)), dtype=torch.int32, device="cuda")
         q = _qkv(1, sum(lens), H, H, D, seed=5)[0][0]
@@ -188,7 +189,11 @@ def test_backward_writes_every_gradient_element(case):
     assert torch.isnan(probe).all()  # negative control: empty hands back a poisoned block
     del probe
     poison()
-    dirty = grads()
+    samebits.set_value_checks(case != "varlen_unchecked")
+    try:
+        dirty = grads()
+    finally:
+        samebits.set_value_checks(True)
     assert all(not torch.isnan(g).any() for g in dirty)
     assert all(torch.equal(a, b) for a, b in zip(clean, dirty))
 

@@ -407,3 +407,31 @@ def test_value_checks_can_be_turned_off_and_on():
     finally:
         samebits.set_value_checks(True)
     assert _validate.values_checkable(q.device)
+
+
+def test_packed_backward_without_value_checks_equals_with_them():
+    """With set_value_checks(False) a packed backward takes its gradients
+    from torch.empty as the checked path does (no zero fill; an invalid
+    offset is the caller's undefined behaviour then): the kernels write
+    every row of every sequence, so both give the same bits. The unchecked
+    run comes second, on memory the checked run's tensors just freed."""
+    import samebits
+    torch.manual_seed(3)
+    lens = [5, 1, 9, 4]
+    cu = torch.tensor([0, 5, 6, 15, 19], dtype=torch.int32)
+    q, k, v = (torch.randn(sum(lens), 2, 64, dtype=torch.bfloat16) for _ in range(3))
+    dout = torch.randn_like(q)
+
+    def grads():
+        leaves = [t.clone().requires_grad_(True) for t in (q, k, v)]
+        out = samebits.attention_varlen(*leaves, cu, cu, causal=True)
+        return torch.autograd.grad(out, leaves, dout)
+
+    checked = grads()
+    samebits.set_value_checks(False)
+    try:
+        unchecked = grads()
+    finally:
+        samebits.set_value_checks(True)
+    assert all(torch.isfinite(g.float()).all() for g in unchecked)
+    assert all(torch.equal(a, b) for a, b in zip(checked, unchecked))
