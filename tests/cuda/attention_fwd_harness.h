@@ -56,6 +56,12 @@ inline float f16_to_f32(uint16_t u) {
   return __half2float(h);
 }
 inline uint16_t to16(float f, sb_dtype dt) { return dt == SB_BF16 ? f32_to_bf16(f) : f32_to_f16(f); }
+// Non-finite values of this dtype, in turn: NaN, +Inf, -Inf (the neighbours
+// of the NaN-neighbour tests).
+inline uint16_t poison(sb_dtype dt, size_t i) {
+  static const uint16_t bf16[3] = {0x7fc0, 0x7f80, 0xff80}, fp16[3] = {0x7e00, 0x7c00, 0xfc00};
+  return (dt == SB_BF16 ? bf16 : fp16)[i % 3];
+}
 inline float from16(uint16_t u, sb_dtype dt) { return dt == SB_BF16 ? bf16_to_f32(u) : f16_to_f32(u); }
 
 inline uint64_t fnv1a(const void* data, size_t n, uint64_t h = 1469598103934665603ull) {

@@ -511,12 +511,6 @@ void invariance_suite(int D, sb_dtype dt, int Hk, bool causal, float softcap, in
   }
 }
 
-// Non-finite values of this dtype, in turn: NaN, +Inf, -Inf.
-uint16_t poison(sb_dtype dt, size_t i) {
-  static const uint16_t bf16[3] = {0x7fc0, 0x7f80, 0xff80}, fp16[3] = {0x7e00, 0x7c00, 0xfc00};
-  return (dt == SB_BF16 ? bf16 : fp16)[i % 3];
-}
-
 // A packed batch's tiles that cross a sequence end read the next
 // sequence's rows by TMA where they are rows in use, and the producers make
 // them harmless (attention_bwd_sm90_dq_tma.h, _dkdv_tma.h): neighbours whose
