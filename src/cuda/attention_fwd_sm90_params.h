@@ -48,10 +48,10 @@ struct AttentionFwdParams {
   int32_t has_softcap;
   int32_t window_left;   // < 0: unbounded
   int32_t window_right;  // < 0: unbounded
-  // FREE (the same bits either way): a dense batch's tile that crosses the
-  // sequence end goes through TMA, which zero-fills the rows past the
-  // tensor map's end (1, the default), or is loaded by hand like a packed
-  // batch's (0). SAMEBITS_FWD_TAIL_TMA, read per call.
+  // FREE (the same bits either way): a tile that crosses a sequence end
+  // goes through TMA where it can (1, the default; WorkItem::q_tail_tma ..
+  // k_end say where), or is loaded by hand by the producer warp (0).
+  // SAMEBITS_FWD_TAIL_TMA, read per call.
   int32_t tail_tma;
 };
 
