@@ -108,7 +108,9 @@ struct AttentionBwdParams {
   // so the CTAs at work at one time hold few blocks of one head and each
   // query tile's chain of ordered additions is short. DIAGNOSTIC (wrong
   // dq, measurements only): fused_diag bit 0 drops the ordering wait,
-  // bit 1 the reductions.
+  // bit 1 the reductions, bit 2 the consumers' stores of the f32 partial
+  // to shared memory, bit 3 the dQ product, bit 4 (with bit 3) the G
+  // buffers' named barriers, bit 5 the stores of G^T to shared memory.
   int32_t fused_inflight;
   int32_t fused_block_major;
   int32_t fused_diag;
@@ -359,11 +361,16 @@ __device__ __forceinline__ SeqGeom seq_geom(const AttentionBwdParams& p, int b) 
     s.k_row0 = 0;
     s.lk_stored = p.seqlen_k;
   }
-  s.lk = p.seqused_k ? p.seqused_k[b] : s.lk_stored;
-  if (s.lk > s.lk_stored) s.lk = s.lk_stored;  // never read past the stored keys
+  const int used = p.seqused_k ? p.seqused_k[b] : s.lk_stored;
+  s.lk = used > s.lk_stored ? s.lk_stored : used;  // never read past the stored keys
   if (s.lk < 0) s.lk = 0;
   s.q_tail_tma = p.tail_tma != 0 && p.cu_seqlens_q == nullptr;
-  s.k_tail_tma = p.tail_tma != 0 && p.cu_seqlens_k == nullptr && s.lk == s.lk_stored;
+  // Tested on `used`, not as `s.lk == s.lk_stored`: nvcc 13.0 (ptxas) turned
+  // that comparison of the clamped value into a VIMNMX.RELU whose predicate
+  // came out true for every seqused_k below the stored length, so the tile
+  // that crosses seqused_k went through TMA with the rows past it, and NaN /
+  // Inf keys there reached dq (docs/backward_design.md, "seqused_k").
+  s.k_tail_tma = p.tail_tma != 0 && p.cu_seqlens_k == nullptr && used >= s.lk_stored;
   s.q_end = p.tail_tma != 0 && p.cu_seqlens_q ? p.cu_seqlens_q[p.batch] : 0;
   s.k_end = p.tail_tma != 0 && p.cu_seqlens_k ? p.cu_seqlens_k[p.batch] : 0;
   return s;

@@ -1,13 +1,15 @@
 // sm90 attention backward: accuracy against an fp64 reference gradient for
 // every configuration, bitwise invariance (50 runs -> one hash; a sequence
 // alone == inside dense batches and varlen packings of random neighbours;
-// the grid; dense vs packed layout), GQA group sums, and a negative control
-// that shows the bitwise check can fail. Exit status 0 only if all pass;
-// 0 with a SKIP line without an sm90 device.
+// the grid; dense vs packed layout), GQA group sums, seqused_k (a dense
+// batch with keys cut == the cut sequences), and a negative control that
+// shows the bitwise check can fail. Exit status 0 only if all pass; 0 with
+// a SKIP line without an sm90 device.
 //
-// usage: test_attention_bwd_sm90 [--quick] [--small] [--bench] [--bench-only]
+// usage: test_attention_bwd_sm90 [--quick] [--small] [--seqused] [--bench] [--bench-only]
 //   --bench: also time the backward (TFLOP/s, FLOPs = 2.5 x the forward's)
 //   --small: only a few tiny accuracy cases per head dim (for racecheck)
+//   --seqused: only the seqused_k cases
 #include <algorithm>
 #include <map>
 
@@ -84,7 +86,9 @@ BwdInputs make_inputs(const Problem& p, uint64_t seed) {
   return in;
 }
 
-Grads run_bwd(const Problem& p, const BwdInputs& in, cudaStream_t stream = nullptr) {
+// seqused: per-sequence visible keys (seqused_k), or null.
+Grads run_bwd(const Problem& p, const BwdInputs& in, cudaStream_t stream = nullptr,
+              const std::vector<int>* seqused = nullptr) {
   Grads g;
   const int tq = p.total_q(), B = p.batch();
   const size_t qn = in.q.size(), kn = in.k.size();
@@ -114,9 +118,11 @@ Grads run_bwd(const Problem& p, const BwdInputs& in, cudaStream_t stream = nullp
   CUDA_OK(cudaMemset(ddq, 0xff, std::max<size_t>(qn * 2, 16)));
   CUDA_OK(cudaMemset(ddk, 0xff, std::max<size_t>(kn * 2, 16)));
   CUDA_OK(cudaMemset(ddv, 0xff, std::max<size_t>(kn * 2, 16)));
-  int *dcq = nullptr, *dck = nullptr;
+  int *dcq = nullptr, *dck = nullptr, *dused = nullptr;
+  if (seqused) dused = static_cast<int*>(dev(seqused->data(), seqused->size() * 4));
 
   sb_attention_params a{};
+  a.seqused_k = dused;
   a.dtype = p.dt;
   a.device = SB_CUDA;
   a.stream = stream;
@@ -171,6 +177,7 @@ Grads run_bwd(const Problem& p, const BwdInputs& in, cudaStream_t stream = nullp
   for (void* x : {dq_in, dk_in, dv_in, dout_in, ddo_in, dlse, ddq, ddk, ddv}) cudaFree(x);
   if (dcq) cudaFree(dcq);
   if (dck) cudaFree(dck);
+  if (dused) cudaFree(dused);
   return g;
 }
 
@@ -562,6 +569,108 @@ void nan_neighbour_case(int D, sb_dtype dt, bool causal) {
         "negative control: NaN / Inf in the sequence's own last key row change its gradients (DIFFERS, expected) " + tag);
 }
 
+// seqused_k: a dense batch whose keys past seqused_k[b] are NaN / Inf gives,
+// for each sequence, the gradients of that sequence with its keys cut at
+// seqused_k[b] (a packed batch of the cut sequences, the same out and lse),
+// and dk = dv = +0 past the cut. Cuts: the whole stored length, one past a
+// 128-key block, one past two blocks, half a block. Negative control: the
+// same call without seqused_k sees the poisoned keys.
+void seqused_case(int D, sb_dtype dt, bool causal) {
+  Problem shape;
+  shape.D = D;
+  shape.dt = dt;
+  shape.H = 4;
+  shape.Hk = 2;
+  shape.wr = causal ? 0 : -1;
+  const std::string tag = std::string(dt_name(dt)) + " d" + std::to_string(D) + (causal ? " causal" : "");
+  const int Lq = 200, Lk = 390;
+  const std::vector<int> used = {Lk, 257, 129, 64};
+  std::mt19937 rng(D * 11 + dt + (causal ? 5 : 0));
+  std::vector<Seq> cut;
+  for (int u : used) cut.push_back(make_seq(shape, Lq, u, rng()));
+  std::vector<const Seq*> ptrs;
+  for (const Seq& c : cut) ptrs.push_back(&c);
+  auto [pt, in_cut] = pack(shape, ptrs, false);
+  // The dense batch: the cut sequences' q, out, dout, lse; keys [0, u) theirs,
+  // [u, Lk) poison.
+  Problem pf = shape;
+  pf.dense = true;
+  pf.lq.assign(used.size(), Lq);
+  pf.lk.assign(used.size(), Lk);
+  const size_t kr = (size_t)shape.Hk * D;
+  // Keys past the cut: NaN / Inf (poisoned) in K, V or both, or finite
+  // random values.
+  auto full_inputs = [&](bool poison_k, bool poison_v) {
+    BwdInputs in = in_cut;
+    in.k.assign(used.size() * Lk * kr, 0);
+    in.v.assign(in.k.size(), 0);
+    std::mt19937_64 r(7);
+    std::normal_distribution<float> nd(0.f, 1.f);
+    for (size_t b = 0; b < used.size(); ++b)
+      for (size_t i = 0; i < Lk * kr; ++i) {
+        const bool kept = i < (size_t)used[b] * kr;
+        in.k[b * Lk * kr + i] = kept ? cut[b].in.k[i] : poison_k ? poison(dt, i) : to16(nd(r), dt);
+        in.v[b * Lk * kr + i] = kept ? cut[b].in.v[i] : poison_v ? poison(dt, i + 1) : to16(nd(r), dt);
+      }
+    return in;
+  };
+  const BwdInputs inf = full_inputs(true, true);
+  // Elements of one sequence's gradient that differ, as "dq n, dk n, dv n"
+  // (the first u rows of dk, dv), for the failure messages.
+  auto diff = [&](const SeqSlice& a, const SeqSlice& b, size_t u) {
+    auto count = [](const std::vector<uint16_t>& x, const std::vector<uint16_t>& y, size_t n) {
+      size_t c = 0;
+      for (size_t i = 0; i < n && i < x.size() && i < y.size(); ++i) c += x[i] != y[i];
+      return std::to_string(c);
+    };
+    std::string first;
+    for (size_t i = 0; i < a.dq.size() && i < b.dq.size(); ++i)
+      if (a.dq[i] != b.dq[i]) {
+        first = " (first dq difference: row " + std::to_string(i / ((size_t)shape.H * D)) + " head " +
+                std::to_string(i / D % shape.H) + " col " + std::to_string(i % D) + ": " +
+                std::to_string(from16(a.dq[i], dt)) + " against " + std::to_string(from16(b.dq[i], dt)) + ")";
+        break;
+      }
+    return "dq " + count(a.dq, b.dq, a.dq.size()) + ", dk " + count(a.dk, b.dk, u * kr) + ", dv " +
+           count(a.dv, b.dv, u * kr) + first;
+  };
+  std::map<std::string, Grads> cut_runs, full_runs;
+  for (std::string tail : {"1", "0"}) {
+    setenv("SAMEBITS_BWD_TAIL_TMA", tail.c_str(), 1);
+    cut_runs[tail] = run_bwd(pt, in_cut);
+    full_runs[tail] = run_bwd(pf, inf, nullptr, &used);
+    full_runs[tail + ", finite keys past the cut"] = run_bwd(pf, full_inputs(false, false), nullptr, &used);
+    full_runs[tail + ", NaN / Inf in K only"] = run_bwd(pf, full_inputs(true, false), nullptr, &used);
+    full_runs[tail + ", NaN / Inf in V only"] = run_bwd(pf, full_inputs(false, true), nullptr, &used);
+  }
+  unsetenv("SAMEBITS_BWD_TAIL_TMA");
+  const Grads& gt = cut_runs["0"];
+  for (const auto& [tail, gf] : full_runs) {
+    const Grads& gc = cut_runs[tail.substr(0, 1)];
+    bool same = gt.status == SB_OK && gf.status == SB_OK, zero = same;
+    for (size_t b = 0; b < used.size(); ++b) {
+      const SeqSlice want = slice(pt, gt, (int)b);
+      const SeqSlice got = slice(pf, gf, (int)b);
+      const size_t n = (size_t)used[b] * kr;
+      same = same && got.dq == want.dq && std::equal(want.dk.begin(), want.dk.end(), got.dk.begin()) &&
+             std::equal(want.dv.begin(), want.dv.end(), got.dv.begin());
+      for (size_t i = n; i < got.dk.size(); ++i) zero = zero && got.dk[i] == 0 && got.dv[i] == 0;
+      if (!same || !zero)
+        std::printf("  sequence %zu (seqused_k %d): against the cut batch, tail tma 0: %s; the cut batch, "
+                    "tail tma %s against 0: %s\n",
+                    b, used[b], diff(got, want, used[b]).c_str(), tail.substr(0, 1).c_str(),
+                    diff(slice(pt, gc, (int)b), want, used[b]).c_str());
+    }
+    check(same, "seqused_k " + tag + " (tail tma " + tail + "): each sequence == its keys cut at seqused_k");
+    check(zero, "seqused_k " + tag + " (tail tma " + tail + "): dk = dv = +0 past seqused_k");
+  }
+  const Grads gn = run_bwd(pf, inf);
+  bool differs = gn.status != SB_OK;
+  for (size_t b = 1; b < used.size() && !differs; ++b)
+    differs = !(slice(pf, gn, (int)b).dq == slice(pt, gt, (int)b).dq);
+  check(differs, "negative control: without seqused_k the poisoned keys reach dq (DIFFERS, expected) " + tag);
+}
+
 // 50 runs -> one hash; a different grid -> the same hash; dense == packed.
 void runs_suite(int D, sb_dtype dt) {
   Problem p;
@@ -832,17 +941,24 @@ void bench() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool do_bench = false, bench_only = false, small = false;
+  bool do_bench = false, bench_only = false, small = false, seqused_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--quick") g_quick = true;
     if (a == "--bench") do_bench = true;
     if (a == "--bench-only") do_bench = bench_only = true;
     if (a == "--small") small = true;
+    if (a == "--seqused") seqused_only = true;
   }
   if (!sb_cuda_supported(0)) {
     std::printf("SKIP: no sm90 device (sb_cuda_supported(0) == 0)\n");
     return 0;
+  }
+  if (seqused_only) {  // the seqused_k cases alone
+    for (sb_dtype dt : {SB_BF16, SB_F16})
+      for (int D : {64, 128, 256}) seqused_case(D, dt, D != 64);
+    std::printf(g_failures == 0 ? "ALL PASSED\n" : "%d FAILED\n", g_failures);
+    return g_failures == 0 ? 0 : 1;
   }
   if (small) {
     for (int D : {64, 128, 256}) small_suite(D);
@@ -859,6 +975,7 @@ int main(int argc, char** argv) {
         gqa_sum_case(D, dt);
         forms_suite(D, dt);
         nan_neighbour_case(D, dt, D == 128);
+        seqused_case(D, dt, D != 64);
       }
     for (int D : {64, 128, 256}) invariance_suite(D, SB_BF16, 1, true, 0.f, -1);
     invariance_suite(128, SB_F16, 4, false, 0.f, -1);
