@@ -243,8 +243,10 @@ struct DkdvTmaKernel {
       // zero-filled (dense) or are rows in use of a packed neighbour (or
       // keys past seqused_k): a key's dk and dv depend on that key's K, V
       // alone, and rows >= lk are stored as zeros, so what they hold
-      // reaches no stored value.
-      if (u.k0 + kBn <= u.sg.lk || u.sg.k_tail_tma || u.sg.k_row0 + u.k0 + kBn <= u.sg.k_end) {
+      // reaches no stored value (the fused kernel's dQ product reads K:
+      // there a packed neighbour's rows are zeroed, below).
+      const bool k_neighbours = u.sg.k_row0 + u.k0 + kBn <= u.sg.k_end;
+      if (u.k0 + kBn <= u.sg.lk || u.sg.k_tail_tma || (k_neighbours && !Cfg::kFused)) {
         if (lane == 0) {
           mbar_arrive_expect_tx(bars.kv_full(), 2 * Cfg::kKVBytes);
           tile_by_tma<Cfg, kBn>(sm.k(), &maps.k, bars.kv_full(), u.sg.k_row0 + u.k0, g, kb);
@@ -252,6 +254,20 @@ struct DkdvTmaKernel {
         } else {
           mbar_arrive(bars.kv_full());
         }
+      } else if (Cfg::kFused && k_neighbours) {
+        // The fused kernel (Cfg::kFused) also multiplies K into dQ (dQ +=
+        // G K, with G = 0 for keys >= lk, and 0 * a NaN is not 0): K and V
+        // by TMA onto the tail barrier, then K's rows >= lk zeroed. V stays:
+        // dP of keys >= lk reaches nothing, G = 0 is selected there.
+        if (lane == 0) {
+          mbar_arrive_expect_tx(bars.tail(), 2 * Cfg::kKVBytes);
+          tile_by_tma<Cfg, kBn>(sm.k(), &maps.k, bars.tail(), u.sg.k_row0 + u.k0, g, kb);
+          tile_by_tma<Cfg, kBn>(sm.v(), &maps.v, bars.tail(), u.sg.k_row0 + u.k0, g, kb);
+        }
+        mbar_wait(bars.tail(), tail_iter++ & 1);
+        zero_tile_rows<kBn, Cfg::kHeadDim, 32>(sm.k(), u.sg.lk - u.k0, lane);
+        fence_proxy_async_smem();
+        mbar_arrive(bars.kv_full());  // this lane's zero stores
       } else {
         // The block that crosses lk: keys >= lk zero.
         const int64_t row0 = u.sg.k_row0 + u.k0;

@@ -211,12 +211,14 @@ struct FusedKernel {
     bool wait_free;  // not warpgroup b, and the buffer was used before
     int key_local;   // key (in the block) of this thread's fragment row 0
     int q4;          // lane % 4
+    int diag;        // AttentionBwdParams::fused_diag
     __device__ __forceinline__ void before_g() const {
-      if (wait_free) named_barrier_sync(g_free(b), 256);
+      if (wait_free && !(diag & 16)) named_barrier_sync(g_free(b), 256);
     }
     template <class Af>
     __device__ __forceinline__ void on_g(const Af& af) const {
       before_g();
+      if (diag & 32) return;
       // Fragment kk covers rows 16kk .. 16kk + 15 of the tile: register
       // 2 half + hh holds rows 16kk + 8 half + 2 q4 + {0, 1} of key
       // key_local + 8 hh; 16-byte unit (2kk + half) ^ (key % 8) of the
@@ -344,7 +346,7 @@ struct FusedKernel {
         const int m0 = (u.m_lo + t % u.n_m) * kBm;
         const bool mine = wg == gb;
         const Hook hook{g_buf(sm, gb), gb, !mine && tile_iter >= 2, 64 * wg + 16 * warp + lane / 4,
-                        lane % 4};
+                        lane % 4, p.fused_diag};
         if (V2::skips(u.vis, m0, key0)) {
           // No row of the tile sees my 64 keys: my half of G^T is zero
           // (the dQ product still takes the other half's keys).
@@ -369,23 +371,30 @@ struct FusedKernel {
         // warpgroup gb waits and computes the tile's dQ partial.
         fence_proxy_async_smem();  // this thread's G^T stores -> wgmma's async proxy
         if (!mine) {
-          named_barrier_arrive(g_full(gb), 256);
+          if (!(p.fused_diag & 16)) named_barrier_arrive(g_full(gb), 256);
         } else {
-          named_barrier_sync(g_full(gb), 256);
+          if (!(p.fused_diag & 16)) named_barrier_sync(g_full(gb), 256);
           float acc_dq[kDqRegs];
-          issue_dq(acc_dq, g_buf(sm, gb), smem_addr(sm.k()));
-          wgmma_wait<0>();
+          if (!(p.fused_diag & 8)) {
+            issue_dq(acc_dq, g_buf(sm, gb), smem_addr(sm.k()));
+            wgmma_wait<0>();
+          } else {
+#pragma unroll
+            for (int i = 0; i < kDqRegs; ++i) acc_dq[i] = 0.f;
+          }
           fence_regs(acc_dq);
-          named_barrier_arrive(g_free(gb), 256);  // G buffer gb read (waited for above)
+          if (!(p.fused_diag & 16)) named_barrier_arrive(g_free(gb), 256);  // G buffer gb read (waited for above)
           // dQ_part -> dQ buffer gb, [register / 4][thread] of float4, once
           // the reduction of two tiles ago has read it.
           const int qb = tile_iter % Cfg::kDqBufs;
           mbar_wait(bars.dq_empty(qb), ((tile_iter / Cfg::kDqBufs) & 1) ^ 1);
           float4* dst = reinterpret_cast<float4*>(dq_buf(sm, qb));
+          if (!(p.fused_diag & 4)) {
 #pragma unroll
-          for (int j = 0; j < kDqRegs / 4; ++j)
-            dst[j * 128 + t128] =
-                make_float4(acc_dq[4 * j], acc_dq[4 * j + 1], acc_dq[4 * j + 2], acc_dq[4 * j + 3]);
+            for (int j = 0; j < kDqRegs / 4; ++j)
+              dst[j * 128 + t128] =
+                  make_float4(acc_dq[4 * j], acc_dq[4 * j + 1], acc_dq[4 * j + 2], acc_dq[4 * j + 3]);
+          }
           fence_proxy_async_smem();  // generic stores -> the bulk copy's async proxy
           mbar_arrive(bars.dq_full(qb));
         }
