@@ -369,7 +369,7 @@ struct FusedKernel {
         mbar_arrive(tb.q_empty(s));  // release stage s (this thread's reads)
         // Both halves of G^T in buffer gb: the other warpgroup signals,
         // warpgroup gb waits and computes the tile's dQ partial.
-        fence_proxy_async_smem();  // this thread's G^T stores -> wgmma's async proxy
+        if (!(p.fused_diag & 64)) fence_proxy_async_smem();  // this thread's G^T stores -> wgmma's async proxy
         if (!mine) {
           if (!(p.fused_diag & 16)) named_barrier_arrive(g_full(gb), 256);
         } else {
@@ -387,7 +387,7 @@ struct FusedKernel {
           // dQ_part -> dQ buffer gb, [register / 4][thread] of float4, once
           // the reduction of two tiles ago has read it.
           const int qb = tile_iter % Cfg::kDqBufs;
-          mbar_wait(bars.dq_empty(qb), ((tile_iter / Cfg::kDqBufs) & 1) ^ 1);
+          if (!(p.fused_diag & 64)) mbar_wait(bars.dq_empty(qb), ((tile_iter / Cfg::kDqBufs) & 1) ^ 1);
           float4* dst = reinterpret_cast<float4*>(dq_buf(sm, qb));
           if (!(p.fused_diag & 4)) {
 #pragma unroll
@@ -395,8 +395,10 @@ struct FusedKernel {
               dst[j * 128 + t128] =
                   make_float4(acc_dq[4 * j], acc_dq[4 * j + 1], acc_dq[4 * j + 2], acc_dq[4 * j + 3]);
           }
-          fence_proxy_async_smem();  // generic stores -> the bulk copy's async proxy
-          mbar_arrive(bars.dq_full(qb));
+          if (!(p.fused_diag & 64)) {
+            fence_proxy_async_smem();  // generic stores -> the bulk copy's async proxy
+            mbar_arrive(bars.dq_full(qb));
+          }
         }
       }
       mbar_arrive(tb.kv_empty());  // release K_n, V_n
@@ -420,6 +422,7 @@ struct FusedKernel {
   // wait, through others, for this one's counters: none may stay held
   // while this CTA starts work that waits).
   __device__ static void writer(const AttentionBwdParams& p, const Smem& sm, const Bars& bars) {
+    if (p.fused_diag & 64) return;
     Walker walker;
     int b, g, n;
     uint32_t unit_iter = 0, tile_iter = 0;

@@ -110,7 +110,8 @@ struct AttentionBwdParams {
   // dq, measurements only): fused_diag bit 0 drops the ordering wait,
   // bit 1 the reductions, bit 2 the consumers' stores of the f32 partial
   // to shared memory, bit 3 the dQ product, bit 4 (with bit 3) the G
-  // buffers' named barriers, bit 5 the stores of G^T to shared memory.
+  // buffers' named barriers, bit 5 the stores of G^T to shared memory,
+  // bit 6 the writer and its per-tile hand-offs and proxy fences.
   int32_t fused_inflight;
   int32_t fused_block_major;
   int32_t fused_diag;
