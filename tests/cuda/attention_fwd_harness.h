@@ -115,14 +115,19 @@ inline Tensors random_tensors(const Problem& p, uint64_t seed, float q_scale = 1
 }
 
 // Device run through sb_attention_forward. Output is poisoned with NaN
-// first so an unwritten element cannot pass.
-inline Result run_gpu(const Problem& p, const Tensors& t) {
+// first so an unwritten element cannot pass. seqused: per-sequence visible
+// keys (seqused_k), or null.
+inline Result run_gpu(const Problem& p, const Tensors& t, const std::vector<int>* seqused = nullptr) {
   Result r;
   const int tq = p.total_q(), tk = p.total_k(), B = p.batch();
   const size_t qn = t.q.size(), kn = t.k.size();
   void *dq, *dk, *dv, *dout;
   float* dlse;
-  int *dcq = nullptr, *dck = nullptr;
+  int *dcq = nullptr, *dck = nullptr, *dused = nullptr;
+  if (seqused) {
+    CUDA_OK(cudaMalloc(&dused, std::max<size_t>(seqused->size(), 1) * 4));
+    CUDA_OK(cudaMemcpy(dused, seqused->data(), seqused->size() * 4, cudaMemcpyHostToDevice));
+  }
   CUDA_OK(cudaMalloc(&dq, std::max<size_t>(qn, 1) * 2));
   CUDA_OK(cudaMalloc(&dk, std::max<size_t>(kn, 1) * 2));
   CUDA_OK(cudaMalloc(&dv, std::max<size_t>(kn, 1) * 2));
@@ -146,6 +151,7 @@ inline Result run_gpu(const Problem& p, const Tensors& t) {
   a.softcap = p.softcap;
   a.window_left = p.wl;
   a.window_right = p.wr;
+  a.seqused_k = dused;
   if (p.dense) {
     const int Lq = p.lq[0], Lk = p.lk[0];
     a.seqlen_q = Lq;
@@ -194,6 +200,7 @@ inline Result run_gpu(const Problem& p, const Tensors& t) {
   cudaFree(dlse);
   if (dcq) cudaFree(dcq);
   if (dck) cudaFree(dck);
+  if (dused) cudaFree(dused);
   return r;
 }
 

@@ -1,9 +1,10 @@
 // sm90 attention forward: accuracy against an fp64 reference and bitwise
 // invariance (runs, batch neighbours, varlen packings, grid, chunked
-// prefill, GQA packing, dense vs packed layout), plus a negative control
-// that shows the bitwise check can fail. Exit status 0 only if all pass.
+// prefill, GQA packing, dense vs packed layout, seqused_k), plus a negative
+// control that shows the bitwise check can fail. Exit status 0 only if all
+// pass.
 //
-// usage: test_attention_fwd_sm90 [--quick]
+// usage: test_attention_fwd_sm90 [--quick] [--small] [--seqused]
 #include <map>
 #include <set>
 
@@ -284,6 +285,58 @@ void nan_neighbour_case(const Problem& shape, uint64_t seed) {
             describe(shape));
 }
 
+// seqused_k: a dense batch whose keys past seqused_k[b] are NaN / Inf gives
+// each sequence the rows of that sequence with its keys cut at seqused_k[b]
+// (a packed batch of the cut sequences), with the TMA tails and with the
+// hand loads. Cuts: the stored length, one past a 128-key block, one past
+// two blocks, half a block. Negative control: the same call without
+// seqused_k sees the poisoned keys.
+void seqused_case(const Problem& shape, uint64_t seed) {
+  const int Lq = 200, Lk = 390;
+  const std::vector<int> used = {Lk, 257, 129, 64};
+  std::mt19937_64 rng(seed);
+  std::vector<Seq> cut;
+  for (int u : used) cut.push_back(make_seq(shape, Lq, u, rng()));
+  std::vector<const Seq*> order;
+  for (const Seq& c : cut) order.push_back(&c);
+  Tensors tc;
+  const Problem pc = pack(shape, order, tc);
+  Problem pf = shape;
+  pf.dense = true;
+  pf.lq.assign(used.size(), Lq);
+  pf.lk.assign(used.size(), Lk);
+  Tensors tf;
+  tf.q = tc.q;
+  const size_t kr = (size_t)shape.Hk * shape.D;
+  tf.k.resize(used.size() * Lk * kr);
+  tf.v.resize(tf.k.size());
+  for (size_t b = 0; b < used.size(); ++b)
+    for (size_t i = 0; i < Lk * kr; ++i) {
+      const bool kept = i < (size_t)used[b] * kr;
+      tf.k[b * Lk * kr + i] = kept ? cut[b].t.k[i] : poison(shape.dt, i);
+      tf.v[b * Lk * kr + i] = kept ? cut[b].t.v[i] : poison(shape.dt, i + 1);
+    }
+  for (const char* tail : {"1", "0"}) {
+    setenv("SAMEBITS_FWD_TAIL_TMA", tail, 1);
+    const Result rc = run_gpu(pc, tc), rf = run_gpu(pf, tf, &used);
+    bool same = rc.status == SB_OK && rf.status == SB_OK;
+    for (size_t b = 0; b < used.size(); ++b) {
+      const bool eq = extract(pf, rf, (int)b, 0, Lq) == extract(pc, rc, (int)b, 0, Lq);
+      if (!eq) std::printf("  sequence %zu (seqused_k %d) differs\n", b, used[b]);
+      same = same && eq;
+    }
+    check(same, std::string("seqused_k (tail tma ") + tail + "): each sequence == its keys cut at seqused_k " +
+                    describe(shape));
+  }
+  unsetenv("SAMEBITS_FWD_TAIL_TMA");
+  const Result rc = run_gpu(pc, tc), rn = run_gpu(pf, tf);
+  bool differs = rn.status != SB_OK;
+  for (size_t b = 1; b < used.size() && !differs; ++b)
+    differs = !(extract(pf, rn, (int)b, 0, Lq) == extract(pc, rc, (int)b, 0, Lq));
+  check(differs, "negative control: without seqused_k the poisoned keys reach the rows (DIFFERS, expected) " +
+                     describe(shape));
+}
+
 // Dense layout == packed layout for the same sequences.
 void dense_vs_varlen(const Problem& shape, uint64_t seed) {
   Problem p = shape;
@@ -393,14 +446,30 @@ void negative_control(const Problem& shape, uint64_t seed) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  bool small = false;
+  bool small = false, seqused_only = false;
   for (int i = 1; i < argc; ++i) {
     if (std::string(argv[i]) == "--quick") g_quick = true;
     if (std::string(argv[i]) == "--small") small = true;  // a few tiny cases (sanitizers)
+    if (std::string(argv[i]) == "--seqused") seqused_only = true;  // the seqused_k cases alone
   }
   if (!sb_cuda_supported(0)) {
     std::printf("no sm90 device: skipped\n");
     return 0;
+  }
+  if (seqused_only) {
+    for (int D : {64, 128, 256})
+      for (sb_dtype dt : {SB_BF16, SB_F16})
+        for (int causal = 0; causal < 2; ++causal) {
+          Problem shape;
+          shape.D = D;
+          shape.dt = dt;
+          shape.H = 2;
+          shape.Hk = 1;
+          shape.wr = causal ? 0 : -1;
+          seqused_case(shape, 23 + D);
+        }
+    std::printf("%s: %d failure(s)\n", g_failures ? "FAILED" : "ALL PASSED", g_failures);
+    return g_failures ? 1 : 0;
   }
   std::printf("samebits %s, sm90 attention forward tests%s\n", sb_version(), g_quick ? " (quick)" : "");
 
@@ -459,6 +528,7 @@ int main(int argc, char** argv) {
       }
       dense_vs_varlen(shape, 13 + D);
       nan_neighbour_case(shape, 19 + D);
+      seqused_case(shape, 23 + D);
       gqa_invariance(shape, 17 + D);
       if (main_cfg) {
         Problem sw = shape;
