@@ -144,6 +144,83 @@ struct DkdvKernel {
     return true;
   }
 
+  // One tile in the raw exponent form where one warpgroup owns dK and dV:
+  // the operations and roundings of tile_raw_body (the same bits) in
+  // another order. Both score products are waited for before one element
+  // loop, which forms P and G of each register pair and packs them at once
+  // (round(P^T) for dV, round(G^T) for dK); the f32 S^T and dP^T die as the
+  // loop advances. Peak: dK, dV, S^T, dP^T = 192 registers, against 208
+  // when P is formed while dP^T runs and kept for G. The fused kernel runs
+  // it (with its hook, which stores round(G^T) for the dQ product), and so
+  // does the dK/dV pass where Cfg::kRawJoint says (FREE).
+  template <bool kMasked, class Hook = NoHook>
+  __device__ static void tile_raw_joint(const Smem& sm, int s, const BwdScore& score,
+                                        const BwdVisibility& vis, int m0, int key0, int lane, int warp,
+                                        float (&acc_dv)[kAccRegs], float (&acc_dk)[kAccRegs],
+                                        const Hook& hook = Hook{}) {
+    constexpr uint32_t kRow = Cfg::kRowBytes;
+    const uint32_t k_addr = smem_addr(sm.k()) + (key0 % kBn) * kRow;
+    const uint32_t v_addr = smem_addr(sm.v()) + (key0 % kBn) * kRow;
+    const uint32_t q_addr = smem_addr(sm.q(s));
+    const uint32_t do_addr = smem_addr(sm.dout(s));
+    const int q4 = lane % 4;
+    const int key_r = key0 + warp * 16 + lane / 4;  // key of this thread's accumulator row 0
+    const float* lse_s = sm.lse(s);
+    const float* dd_s = sm.dd(s);
+    // Element e = 4c + 2hh + jj: key key_r + 8hh, tile column (query row
+    // m0 + col) col = 8c + 2q4 + jj.
+    auto col = [&](int e) { return 8 * (e / 4) + 2 * q4 + (e % 2); };
+    int rlo[2] = {0, 0}, rhi[2] = {0, 0};  // rows that see keys key_r, key_r + 8
+    if constexpr (kMasked) {
+      vis.rows_of_key(key_r, rlo[0], rhi[0]);
+      vis.rows_of_key(key_r + 8, rlo[1], rhi[1]);
+    }
+    auto visible = [&](int e) -> bool {
+      if constexpr (!kMasked) {
+        return true;
+      } else {
+        const int i = m0 + col(e), hh = (e / 2) % 2;
+        return (i >= rlo[hh]) & (i <= rhi[hh]);
+      }
+    };
+    float st[kSRegs], dpt[kSRegs];
+    uint32_t ap[kBm / 16][4], ag[kBm / 16][4];
+    // gemm K_wg * Q^T -> S^T; gemm V_wg * dO^T -> dP^T (one group each)
+    issue_ss<kBm, kD, Cfg::kBf16>(st, k_addr, kBn * kRow, q_addr, kBm * kRow);
+    issue_ss<kBm, kD, Cfg::kBf16>(dpt, v_addr, kBn * kRow, do_addr, kBm * kRow);
+    wgmma_wait<0>();
+    fence_regs(st);
+    fence_regs(dpt);
+    //   P = exp2(fma(s, c, -lse2))            (0 where invisible)
+    //   G = P * (dP - D)                      (0 where invisible)
+    // register pair (e, e + 1) -> A-fragment register e / 2 (pack_a's map)
+#pragma unroll
+    for (int e = 0; e < kSRegs; e += 2) {
+      float pv[2], gv[2];
+#pragma unroll
+      for (int k = 0; k < 2; ++k) {
+        constexpr float kLog2e = 1.4426950408889634f;
+        const float lse2 = __fmul_rn(lse_s[col(e + k)], kLog2e);
+        const float p = exp2_approx(__fmaf_rn(st[e + k], score.scale_log2, -lse2));
+        const float g = __fmul_rn(p, __fsub_rn(dpt[e + k], dd_s[col(e + k)]));
+        pv[k] = visible(e + k) ? p : 0.f;
+        gv[k] = visible(e + k) ? g : 0.f;
+      }
+      ap[e / 8][(e % 8) / 2] = pack2<Cfg::kBf16>(pv[0], pv[1]);
+      ag[e / 8][(e % 8) / 2] = pack2<Cfg::kBf16>(gv[0], gv[1]);
+    }
+    // gemm round(P^T) * dO -> dV; the hook (the fused kernel's G^T store);
+    // gemm round(G^T) * Q -> dK
+    issue_rs<kBm, kD, Cfg::kBf16>(acc_dv, ap, do_addr, kBm * kRow);
+    hook.on_g(ag);
+    issue_rs<kBm, kD, Cfg::kBf16>(acc_dk, ag, q_addr, kBm * kRow);
+    wgmma_wait<0>();  // every read of this stage, of ap and ag, is done
+    fence_regs(acc_dk);
+    fence_regs(acc_dv);
+    fence_regs(ap);
+    fence_regs(ag);
+  }
+
   // The end of a kPipe chain: the last dK product has completed.
   template <bool kDV, bool kDK>
   __device__ __forceinline__ static void drain(float (&acc_dv)[kDV ? kAccRegs : 1],

@@ -335,10 +335,18 @@ struct DkdvTmaKernel {
             continue;
           }
         } else if (kForm == kRaw || score.raw) {
-          if (V2::template tile_raw<kDV, kDK, kPtFree>(sm, s, score, u.vis, m0, key0, lane, warp,
-                                                       tid % 128, acc_dv, acc_dk, bars.pt_empty(),
-                                                       pt_iter & 1))
+          if constexpr (Cfg::kRawJoint && kDV && kDK && kForm == kRaw) {
+            if (!V2::skips(u.vis, m0, key0)) {
+              if (u.vis.all_visible(m0, kBm, key0, 64))
+                V2::template tile_raw_joint<false>(sm, s, score, u.vis, m0, key0, lane, warp, acc_dv, acc_dk);
+              else
+                V2::template tile_raw_joint<true>(sm, s, score, u.vis, m0, key0, lane, warp, acc_dv, acc_dk);
+            }
+          } else if (V2::template tile_raw<kDV, kDK, kPtFree>(sm, s, score, u.vis, m0, key0, lane, warp,
+                                                              tid % 128, acc_dv, acc_dk, bars.pt_empty(),
+                                                              pt_iter & 1)) {
             ++pt_iter;
+          }
         } else if constexpr (kForm == kGeneral) {
           V2::template tile<kDV, kDK>(sm, s, score, u.vis, m0, key0, lane, warp, acc_dv, acc_dk);
         }

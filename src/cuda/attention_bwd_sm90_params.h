@@ -241,6 +241,12 @@ struct BwdConfig {
   // chaining pays at d = 64 under a mask (4-8 %) and from 8k keys (3-4 %),
   // costs 1-3 % on short unmasked sequences there, and 1-6 % at d = 128.
   static constexpr bool kChainMasked = kHeadDim == 64;
+  // FREE (no bit moves): the kRaw form's tile order at head dim 128 is
+  // DkdvKernel::tile_raw_joint (both score products waited for, then one
+  // element loop), the fused kernel's; H100, 2026-11-27 (docs/
+  // backward_design.md, "The joint tile order"): 3-5 % faster at 16k
+  // keys and at 4k causal, within 1 % elsewhere.
+  static constexpr bool kRawJoint = kHeadDim == 128;
   static constexpr int kChainMinKeys = kHeadDim == 64 ? 8192 : 0;  // 0: never by length
   static constexpr int kDkdvTmaOffBars = kDkdvOffP + kPBytes;
   // kv_full, kv_empty, q_full[stage], q_empty[stage], pt_empty, tail (last)
