@@ -241,13 +241,13 @@ struct BwdConfig {
   // chaining pays at d = 64 under a mask (4-8 %) and from 8k keys (3-4 %),
   // costs 1-3 % on short unmasked sequences there, and 1-6 % at d = 128.
   static constexpr bool kChainMasked = kHeadDim == 64;
+  static constexpr int kChainMinKeys = kHeadDim == 64 ? 8192 : 0;  // 0: never by length
   // FREE (no bit moves): the kRaw form's tile order at head dim 128 is
   // DkdvKernel::tile_raw_joint (both score products waited for, then one
   // element loop), the fused kernel's; H100, 2026-11-27 (docs/
-  // backward_design.md, "The joint tile order"): 3-5 % faster at 16k
-  // keys and at 4k causal, within 1 % elsewhere.
+  // backward_design.md, "The joint tile order"): 3.5-5.6 % faster at 16k
+  // keys and at 4k causal, 1-2.5 % slower at 1k non-causal, mixed at 4k.
   static constexpr bool kRawJoint = kHeadDim == 128;
-  static constexpr int kChainMinKeys = kHeadDim == 64 ? 8192 : 0;  // 0: never by length
   static constexpr int kDkdvTmaOffBars = kDkdvOffP + kPBytes;
   // kv_full, kv_empty, q_full[stage], q_empty[stage], pt_empty, tail (last)
   static constexpr int kDkdvTmaBarriers = 4 + 2 * kStages;
