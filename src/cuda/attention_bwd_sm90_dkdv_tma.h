@@ -5,9 +5,9 @@
 // default.
 //
 // Same work units, same tiles, same walk, and the same tile functions: the
-// consumers call v2's DkdvKernel::tile_raw / ::tile on the same shared
-// memory layout, so every product and element formula, and therefore every
-// bit, is v2's.
+// consumers call v2's DkdvKernel::tile_raw / ::tile_raw_joint / ::tile on
+// the same shared memory layout, so every product and element formula, and
+// therefore every bit, is v2's.
 //
 //   warpgroups 0, 1   consumers, v2's roles (d = 64, 128: 64 keys each, dK
 //                     and dV; d = 256: warpgroup 0 dV, warpgroup 1 dK),
@@ -68,7 +68,8 @@ struct DkdvTmaKernel {
   //   kRaw          the raw form only. Without the softcap path in the same
   //                 function, ptxas spills less in the raw tile bodies at
   //                 head dim 128 (160 bytes against 472) and the pass runs
-  //                 1-5 % faster (H200).
+  //                 1-5 % faster (H200). At head dim 128 its tiles run
+  //                 DkdvKernel::tile_raw_joint (BwdConfig::kRawJoint).
   //   kRawChained   the raw form, tiles chained without a drain
   //                 (DkdvKernel::tile_raw, kPipe): the next tile's S^T
   //                 queues behind this tile's dK. With the softcap path in
