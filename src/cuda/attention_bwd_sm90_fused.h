@@ -244,7 +244,11 @@ struct FusedKernel {
   template <bool kRawOnly = false>
   __device__ static void consumer(const AttentionBwdParams& p, const Smem& sm, const Bars& bars) {
     const int tid = threadIdx.x;
-    const int wg = tid / 128, warp = (tid % 128) / 32, lane = tid % 32, t128 = tid % 128;
+    // warp-uniform to the compiler (shuffled from lane 0), as in the dK/dV
+    // kernel: the wgmma descriptors derived from them stay in uniform
+    // registers
+    const int wg = __shfl_sync(0xffffffffu, tid / 128, 0),
+              warp = __shfl_sync(0xffffffffu, (tid % 128) / 32, 0), lane = tid % 32, t128 = tid % 128;
     const typename Tma::Bars tb = bars.tma();
     const BwdScore score(p);
     Walker walker;
