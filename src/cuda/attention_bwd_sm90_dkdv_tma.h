@@ -22,9 +22,15 @@
 //   kv_empty      consumers -> producer: every consumer thread finished the
 //                 unit, K and V may be overwritten. 256 arrivals
 //   q_full[s]     producer -> consumers: Q, dO (TMA or by hand) and lse, D
-//                 (by hand: strided f32 vectors, not a tile) of a query
-//                 tile in stage s. 32 arrivals, every producer lane after
-//                 its own stores (lane 0's with the TMA bytes expected)
+//                 (cp.async: strided f32 vectors, not a tile) of a query
+//                 tile in stage s. 32 arrivals, one a producer lane: where
+//                 Q, dO come by TMA, lane 0 first announces their bytes
+//                 (expect_tx, no arrival) and every lane's arrival is
+//                 asynchronous, made once its lse, D copies have landed
+//                 (cp.async.mbarrier.arrive.noinc), so the producer goes on
+//                 to the next tile without waiting for those loads;
+//                 otherwise every lane arrives after its own copies and
+//                 stores
 //   q_empty[s]    consumers -> producer: every consumer thread is done with
 //                 stage s (its tile ended with wgmma_wait<0>; its shared
 //                 loads of lse, D, P^T are before its arrival). 256 arrivals
@@ -178,28 +184,31 @@ struct DkdvTmaKernel {
         const int h = g * p.head_group + t / u.n_m;
         const int m0 = (u.m_lo + t % u.n_m) * kBm;
         mbar_wait(bars.q_empty(s), parity ^ 1);
+        const bool by_tma = m0 + kBm <= u.sg.lq || u.sg.q_tail_tma;
+        if (by_tma && lane == 0) {
+          // The bytes before this lane's arrival (below), so the phase
+          // cannot complete without them.
+          mbar_expect_tx(bars.q_full(s), 2 * Cfg::kQTileBytes);
+          tile_by_tma<Cfg, kBm>(sm.q(s), &maps.q, bars.q_full(s), u.sg.q_row0 + m0, h, qb);
+          tile_by_tma<Cfg, kBm>(sm.dout(s), &maps.dout, bars.q_full(s), u.sg.q_row0 + m0, h, qb);
+        }
+        // lse, D of the tile's rows (zero past lq; those rows are masked)
+        // by cp.async, so that the producer does not wait for their global
+        // loads before it issues the next tile's.
 #pragma unroll
         for (int r = lane; r < kBm; r += 32) {
           const bool live = m0 + r < u.sg.lq;
-          float lse = 0.f, dd = 0.f;
-          if (live) {
-            const int64_t row = u.sg.q_row0 + m0 + r;
-            lse = p.lse[b * p.lse_batch_stride + row * p.lse_row_stride + h * p.lse_head_stride];
-            dd = *reinterpret_cast<const float*>(static_cast<const uint16_t*>(p.dq) +
-                                                 b * p.dq_batch_stride + row * p.dq_row_stride +
-                                                 h * p.dq_head_stride);
-          }
-          sm.lse(s)[r] = lse;
-          sm.dd(s)[r] = dd;
+          const int64_t row = u.sg.q_row0 + m0 + (live ? r : 0);
+          cp_async_4(sm.lse(s) + r,
+                     p.lse + b * p.lse_batch_stride + row * p.lse_row_stride + h * p.lse_head_stride,
+                     live);
+          cp_async_4(sm.dd(s) + r,
+                     static_cast<const uint16_t*>(p.dq) + b * p.dq_batch_stride +
+                         row * p.dq_row_stride + h * p.dq_head_stride,
+                     live);
         }
-        if (m0 + kBm <= u.sg.lq || u.sg.q_tail_tma) {
-          if (lane == 0) {
-            mbar_arrive_expect_tx(bars.q_full(s), 2 * Cfg::kQTileBytes);
-            tile_by_tma<Cfg, kBm>(sm.q(s), &maps.q, bars.q_full(s), u.sg.q_row0 + m0, h, qb);
-            tile_by_tma<Cfg, kBm>(sm.dout(s), &maps.dout, bars.q_full(s), u.sg.q_row0 + m0, h, qb);
-          } else {
-            mbar_arrive(bars.q_full(s));  // this lane's lse, D stores
-          }
+        if (by_tma) {
+          cp_async_mbar_arrive_noinc(bars.q_full(s));  // once this lane's lse, D copies landed
         } else if (u.sg.q_row0 + m0 + kBm <= u.sg.q_end) {
           // A packed batch's tile that crosses lq whose rows past it are a
           // neighbour's rows in use: Q and dO by TMA onto the tail barrier,
@@ -213,6 +222,7 @@ struct DkdvTmaKernel {
           mbar_wait(bars.tail(), tail_iter++ & 1);
           zero_tile_rows<kBm, Cfg::kHeadDim, 32>(sm.q(s), u.sg.lq - m0, lane);
           zero_tile_rows<kBm, Cfg::kHeadDim, 32>(sm.dout(s), u.sg.lq - m0, lane);
+          hand_tiles_landed();  // this lane's lse, D copies
           fence_proxy_async_smem();
           mbar_arrive(bars.q_full(s));  // this lane's lse, D and zero stores
         } else {
