@@ -411,8 +411,14 @@ __global__ void __launch_bounds__(Cfg::kDkdvTmaThreads, 1)
   extern __shared__ uint8_t smem_raw[];
   using K = FusedKernel<Cfg>;
   using Tma = typename K::Tma;
-  uint8_t* base = reinterpret_cast<uint8_t*>(
-      (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  // 1024-byte aligned by pointer arithmetic on the shared array (not an
+  // integer round trip), so the compiler keeps the shared address space:
+  // lse, D and the other generic accesses become ld/st.shared. FREE (same
+  // bits). H100, 2026-11-27: this kernel 3-4 % faster at 16k; the same
+  // change made the three passes' kernels up to 4-7 % slower, so they keep
+  // the integer form (docs/backward_design.md, "The producer's lse, D
+  // loads").
+  uint8_t* base = smem_raw + ((1024 - smem_addr(smem_raw) % 1024) % 1024);
   const typename K::Smem sm{base};
   const typename K::Bars bars{reinterpret_cast<uint64_t*>(base + Cfg::kDkdvTmaOffBars)};
   const typename Tma::Bars tb = bars.tma();
