@@ -1,8 +1,8 @@
 // sm90 attention backward, pass 2 (dK, dV), v3: a producer warpgroup (TMA
 // and mbarriers) instead of cp.async by every thread and one __syncthreads
-// per tile. Build switch SAMEBITS_BWD_TMA_DKDV (default off; needs
-// SAMEBITS_BWD_TMA); the v2 kernel in attention_bwd_sm90_dkdv.h is the
-// default.
+// per tile. Build switch SAMEBITS_BWD_TMA_DKDV (default on; needs
+// SAMEBITS_BWD_TMA); with it off, the v2 kernel in
+// attention_bwd_sm90_dkdv.h runs instead.
 //
 // Same work units, same tiles, same walk, and the same tile functions: the
 // consumers call v2's DkdvKernel::tile_raw / ::tile_raw_joint / ::tile on
