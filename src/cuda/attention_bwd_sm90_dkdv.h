@@ -153,11 +153,15 @@ struct DkdvKernel {
   // when P is formed while dP^T runs and kept for G. The fused kernel runs
   // it (with its hook, which stores round(G^T) for the dQ product), and so
   // does the dK/dV pass where Cfg::kRawJoint says (FREE).
+  // Cfg::kJointPreRow: lse2 and D of the thread's 16 columns are read
+  // from shared memory while the score products run (32 registers), not
+  // in the loop (the same operations).
   template <bool kMasked, class Hook = NoHook>
   __device__ static void tile_raw_joint(const Smem& sm, int s, const BwdScore& score,
                                         const BwdVisibility& vis, int m0, int key0, int lane, int warp,
                                         float (&acc_dv)[kAccRegs], float (&acc_dk)[kAccRegs],
                                         const Hook& hook = Hook{}) {
+    constexpr bool kPreRow = Cfg::kJointPreRow;
     constexpr uint32_t kRow = Cfg::kRowBytes;
     const uint32_t k_addr = smem_addr(sm.k()) + (key0 % kBn) * kRow;
     const uint32_t v_addr = smem_addr(sm.v()) + (key0 % kBn) * kRow;
@@ -183,11 +187,22 @@ struct DkdvKernel {
         return (i >= rlo[hh]) & (i <= rhi[hh]);
       }
     };
+    constexpr float kLog2e = 1.4426950408889634f;
     float st[kSRegs], dpt[kSRegs];
     uint32_t ap[kBm / 16][4], ag[kBm / 16][4];
     // gemm K_wg * Q^T -> S^T; gemm V_wg * dO^T -> dP^T (one group each)
     issue_ss<kBm, kD, Cfg::kBf16>(st, k_addr, kBn * kRow, q_addr, kBm * kRow);
     issue_ss<kBm, kD, Cfg::kBf16>(dpt, v_addr, kBn * kRow, do_addr, kBm * kRow);
+    // column c2 = 2 (e / 4) + e % 2 of the loop below: tile column col(e)
+    float lse2_c[kPreRow ? kSRegs / 2 : 1], dd_c[kPreRow ? kSRegs / 2 : 1];
+    if constexpr (kPreRow) {
+#pragma unroll
+      for (int c2 = 0; c2 < kSRegs / 2; ++c2) {
+        const int e = 4 * (c2 / 2) + c2 % 2;
+        lse2_c[c2] = __fmul_rn(lse_s[col(e)], kLog2e);
+        dd_c[c2] = dd_s[col(e)];
+      }
+    }
     wgmma_wait<0>();
     fence_regs(st);
     fence_regs(dpt);
@@ -199,10 +214,16 @@ struct DkdvKernel {
       float pv[2], gv[2];
 #pragma unroll
       for (int k = 0; k < 2; ++k) {
-        constexpr float kLog2e = 1.4426950408889634f;
-        const float lse2 = __fmul_rn(lse_s[col(e + k)], kLog2e);
+        float lse2, ddv;
+        if constexpr (kPreRow) {
+          lse2 = lse2_c[2 * ((e + k) / 4) + (e + k) % 2];
+          ddv = dd_c[2 * ((e + k) / 4) + (e + k) % 2];
+        } else {
+          lse2 = __fmul_rn(lse_s[col(e + k)], kLog2e);
+          ddv = dd_s[col(e + k)];
+        }
         const float p = exp2_approx(__fmaf_rn(st[e + k], score.scale_log2, -lse2));
-        const float g = __fmul_rn(p, __fsub_rn(dpt[e + k], dd_s[col(e + k)]));
+        const float g = __fmul_rn(p, __fsub_rn(dpt[e + k], ddv));
         pv[k] = visible(e + k) ? p : 0.f;
         gv[k] = visible(e + k) ? g : 0.f;
       }

@@ -228,6 +228,9 @@ struct DqTmaKernel {
   // registers better (same operations, same bits).
   template <bool kRawOnly = false>
   __device__ static void consumer(const AttentionBwdParams& p, const Smem& sm) {
+    // The raw-only kernel at head dim 64: a tile's dQ product runs on
+    // into the next tile's score products (Cfg::kDqChain).
+    constexpr bool kChain = kRawOnly && Cfg::kDqChain;
     const int tid = threadIdx.x;
     // warp-uniform to the compiler (shuffled from lane 0): the wgmma
     // descriptors derived from them stay in uniform registers
@@ -278,6 +281,11 @@ struct DqTmaKernel {
       float acc[kAccRegs];
 #pragma unroll
       for (int i = 0; i < kAccRegs; ++i) acc[i] = 0.f;
+      // kChain: the A fragments of the dQ product still running, and the
+      // stage it reads (released by the next tile's first wait or at the
+      // unit's end); nullptr: none.
+      uint32_t af[kBn / 16][4];
+      uint64_t* pending = nullptr;
 
       mbar_wait(sm.q_full(), unit_iter & 1);  // Q, dO landed
       for (int t = 0; t < u.n_tiles; ++t, ++tile_iter) {
@@ -292,7 +300,6 @@ struct DqTmaKernel {
           const uint32_t v_addr = smem_addr(sm.v(s));
           float st[kSRegs];
           float dpt[kSRegs];
-          uint32_t af[kBn / 16][4];
           // gemm Q_wg * K^T -> S (group 1); gemm dO_wg * V^T -> dP (group 2)
           issue_ss<kBn, kD, Cfg::kBf16>(st, q_addr, kBm * kRow, k_addr, kBn * kRow);
           issue_ss<kBn, kD, Cfg::kBf16>(dpt, do_addr, kBm * kRow, v_addr, kBn * kRow);
@@ -310,8 +317,14 @@ struct DqTmaKernel {
                   return (j >= klo[hh]) & (j <= khi[hh]);
                 }
               };
-              wgmma_wait<1>();
+              wgmma_wait<1>();  // S landed (dP may still run), and kChain's previous dQ product
               fence_regs(st);
+              if constexpr (kChain) {
+                fence_regs(acc);
+                fence_regs(af);
+                if (pending != nullptr) mbar_arrive(pending);
+                pending = nullptr;
+              }
 #pragma unroll
               for (int e = 0; e < kSRegs; ++e) {
                 const float pv =
@@ -348,11 +361,32 @@ struct DqTmaKernel {
           pack_a<kBn, Cfg::kBf16>(dpt, af);
           // gemm round(G) * K -> dQ (group 3)
           issue_rs<kBn, kD, Cfg::kBf16>(acc, af, k_addr, kBn * kRow);
+          if constexpr (kChain) {
+            pending = sm.kv_empty(s);  // read by the dQ product, still running
+            continue;
+          }
           wgmma_wait<0>();
           fence_regs(acc);
           fence_regs(af);
+        } else if (kChain && pending != nullptr) {
+          // A skipped tile: the stage the running product reads is
+          // released now, not at the next tile this warpgroup computes
+          // (the producer may need it before that tile).
+          wgmma_wait<0>();
+          fence_regs(acc);
+          fence_regs(af);
+          mbar_arrive(pending);
+          pending = nullptr;
         }
         mbar_arrive(sm.kv_empty(s));  // release K, V of stage s (this thread's reads)
+      }
+      if constexpr (kChain) {
+        // Unconditional, as the dK/dV pass's drain (a wait on one path
+        // only makes ptxas serialize every wgmma).
+        wgmma_wait<0>();
+        fence_regs(acc);
+        fence_regs(af);
+        if (pending != nullptr) mbar_arrive(pending);
       }
       mbar_arrive(sm.q_empty());  // release Q, dO (this thread's reads)
 

@@ -202,6 +202,10 @@ struct BwdConfig {
   static constexpr int kDqTmaKVBytes = kDqTmaBlockN * kHeadDim * kElemBytes;
   static constexpr int kDqTmaStages = kHeadDim == 64 ? 4 : 2;
   static constexpr int kDqTmaThreads = kDqWide ? 384 : kDqThreads + 32;
+#ifndef SAMEBITS_BWD_DQ_CHAIN
+#define SAMEBITS_BWD_DQ_CHAIN 0
+#endif
+  static constexpr bool kDqChain = kHeadDim == 64 && SAMEBITS_BWD_DQ_CHAIN != 0;
   static constexpr int kDqTmaProducerRegs = 24;   // kDqWide only
   static constexpr int kDqTmaConsumerRegs = 240;  // kDqWide only
   static_assert(!kDqWide || 128 * kDqTmaProducerRegs + 256 * kDqTmaConsumerRegs <= 384 * 168,
@@ -238,16 +242,27 @@ struct BwdConfig {
   // chained form (DkdvTmaKernel::kRawChained) instead of kRaw; the
   // launcher's dkdv_form applies it. Measured on an H200 and an H100
   // (docs/backward_design.md, "Kernel forms for the raw score form"):
-  // chaining pays at d = 64 under a mask (4-8 %) and from 8k keys (3-4 %),
-  // costs 1-3 % on short unmasked sequences there, and 1-6 % at d = 128.
+  // chaining pays at d = 64 under a mask (4-8 %) and costs 1-6 % at
+  // d = 128. At d = 64 it also paid from 8k keys (3-4 %) against the kRaw
+  // form's old tile order, but not against the joint order (below).
   static constexpr bool kChainMasked = kHeadDim == 64;
-  static constexpr int kChainMinKeys = kHeadDim == 64 ? 8192 : 0;  // 0: never by length
-  // FREE (no bit moves): the kRaw form's tile order at head dim 128 is
-  // DkdvKernel::tile_raw_joint (both score products waited for, then one
-  // element loop), the fused kernel's; H100, 2026-11-27 (docs/
-  // backward_design.md, "The joint tile order"): 3.5-5.6 % faster at 16k
-  // keys and at 4k causal, 1-2.5 % slower at 1k non-causal, mixed at 4k.
-  static constexpr bool kRawJoint = kHeadDim == 128;
+  static constexpr int kChainMinKeys = 0;  // 0: never by length
+  // FREE (no bit moves): the kRaw form's tile order at head dims 64 and
+  // 128 is DkdvKernel::tile_raw_joint (both score products waited for,
+  // then one element loop), the fused kernel's. H100 (docs/
+  // backward_design.md): at d 128 (2026-11-27, "The joint tile order")
+  // 3.5-5.6 % faster at 16k keys and at 4k causal, 1-2.5 % slower at 1k
+  // non-causal, mixed at 4k; at d 64 (2026-11-27, "Head dim 64 in the
+  // joint order") 4-6 % faster than kRaw at every length, masked or not,
+  // and faster than kRawChained unmasked (so kChainMinKeys is 0), where
+  // kRawChained stays ahead under a mask at 16k (3.9 against 4.1 ms).
+  static constexpr bool kRawJoint = !kSplitRoles;
+  // FREE (no bit moves): tile_raw_joint reads the tile's lse and D values
+  // (16 columns a thread) from shared memory while its score products run,
+  // instead of in its element loop, where ncu sampled 6 % of the d 64
+  // kernel's stalls on the first of those loads. H100, 2026-11-27: 0.7-2 %
+  // faster at d 64, within noise at d 128 (the same ptxas spills).
+  static constexpr bool kJointPreRow = true;
   static constexpr int kDkdvTmaOffBars = kDkdvOffP + kPBytes;
   // kv_full, kv_empty, q_full[stage], q_empty[stage], pt_empty, tail (last)
   static constexpr int kDkdvTmaBarriers = 4 + 2 * kStages;
@@ -280,6 +295,9 @@ struct BwdFusedConfig : BwdConfig<kHeadDim_, kBf16_> {
   static_assert(!Base::kSplitRoles && Base::kBlockN == 128 && Base::kBlockM == 64,
                 "the fused kernel needs both products in each warpgroup, 128 keys a CTA");
   static constexpr bool kFused = true;
+  // tile_raw_joint as measured in the fused kernel (the twenty-third
+  // session), lse and D read in the element loop.
+  static constexpr bool kJointPreRow = false;
   // Q / dO stages and f32 dQ buffers (shared memory holds 2 + 2 or 3 + 1).
 #ifndef SAMEBITS_BWD_FUSED_STAGES
 #define SAMEBITS_BWD_FUSED_STAGES 2
