@@ -202,10 +202,13 @@ struct BwdConfig {
   static constexpr int kDqTmaKVBytes = kDqTmaBlockN * kHeadDim * kElemBytes;
   static constexpr int kDqTmaStages = kHeadDim == 64 ? 4 : 2;
   static constexpr int kDqTmaThreads = kDqWide ? 384 : kDqThreads + 32;
-#ifndef SAMEBITS_BWD_DQ_CHAIN
-#define SAMEBITS_BWD_DQ_CHAIN 0
-#endif
-  static constexpr bool kDqChain = kHeadDim == 64 && SAMEBITS_BWD_DQ_CHAIN != 0;
+  // FREE (no bit moves): the raw-only dQ kernel leaves a tile's dQ product
+  // running into the next tile's score products (its A fragments and the
+  // stage it reads held until the next tile's first wait) at head dim 64.
+  // H100, 2026-11-27 (docs/backward_design.md, "Head dim 64 in the joint
+  // order"): 1-3.5 % faster at every d 64 shape. At d 128 the registers do
+  // not fit: ptxas serializes every wgmma of the kernel.
+  static constexpr bool kDqChain = kHeadDim == 64;
   static constexpr int kDqTmaProducerRegs = 24;   // kDqWide only
   static constexpr int kDqTmaConsumerRegs = 240;  // kDqWide only
   static_assert(!kDqWide || 128 * kDqTmaProducerRegs + 256 * kDqTmaConsumerRegs <= 384 * 168,
