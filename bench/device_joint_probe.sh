@@ -4,7 +4,8 @@
 # backward test runs (hashes); LIBS="a j k l": the C bench, d 64 with the
 # dK/dV form left to the rule and forced to kRaw (1) and kRawChained (2),
 # and d 128 under the rule, the libraries rotated each round (ROUNDS).
-# Library x is .carry/s24x (a: CARRY).
+# SAN="m": racecheck of those libraries on --small. Library x is
+# .carry/s24x (a: CARRY).
 CARRY=${CARRY:-.carry/s23ad}
 source bench/device_common.sh
 cp "$0" "$OUT/run.sh"
@@ -19,6 +20,10 @@ for x in ${TEST:-k l}; do
   LD_LIBRARY_PATH=$(lib $x) timeout 300 $T > "/tmp/${x}_test.log" 2>&1
   sum+=("$x test rc=$? $(count "/tmp/${x}_test.log") $(hashes "/tmp/${x}_test.log")")
   grep -v '^\[PASS\]' "/tmp/${x}_test.log" | head -40 > "$OUT/${x}_test_tail.log"
+done
+for x in ${SAN:-}; do  # compute-sanitizer racecheck on the --small cases
+  LD_LIBRARY_PATH=$(lib $x) timeout 200 compute-sanitizer --tool racecheck $T --small > "/tmp/${x}_race.log" 2>&1
+  sum+=("$x racecheck rc=$? $(count "/tmp/${x}_race.log") $(grep -E 'RACECHECK SUMMARY' "/tmp/${x}_race.log" | tr '\n' ' ')")
 done
 order=(${LIBS:-a j k l})
 for r in $(seq 1 "${ROUNDS:-2}"); do

@@ -299,9 +299,28 @@ struct DkdvKernel {
         return (i >= rlo[hh]) & (i <= rhi[hh]);
       }
     };
+    // kPreRow (the chained form, Cfg::kChainPreRow): lse2 and D of the
+    // thread's 16 columns read while the score products run, as
+    // tile_raw_joint's (the same operations).
+    constexpr bool kPreRow = kPipe && Cfg::kChainPreRow;
+    float lse2_c[kPreRow ? kSRegs / 2 : 1], dd_c[kPreRow ? kSRegs / 2 : 1];
+    auto c2_of = [](int e) { return 2 * (e / 4) + e % 2; };  // column index: col(e) = 8 (c2 / 2) + 2 q4 + c2 % 2
     auto p_of = [&](float sv, int e) {
-      const float pv = exp2_approx(__fmaf_rn(sv, score.scale_log2, -lse2(col(e))));
+      float l2;
+      if constexpr (kPreRow) {
+        l2 = lse2_c[c2_of(e)];
+      } else {
+        l2 = lse2(col(e));
+      }
+      const float pv = exp2_approx(__fmaf_rn(sv, score.scale_log2, -l2));
       return visible(e) ? pv : 0.f;
+    };
+    auto dd_of = [&](int e) {
+      if constexpr (kPreRow) {
+        return dd_c[c2_of(e)];
+      } else {
+        return dd_s[col(e)];
+      }
     };
     float4* pt = reinterpret_cast<float4*>(sm.pt());  // [e / 4][thread] of 4 floats
 
@@ -327,6 +346,14 @@ struct DkdvKernel {
       if (release != nullptr) mbar_arrive(release);
     }
     if constexpr (kDK) issue_ss<kBm, kD, Cfg::kBf16>(dpt, v_addr, kBn * kRow, do_addr, kBm * kRow);
+    if constexpr (kPreRow) {
+#pragma unroll
+      for (int c2 = 0; c2 < kSRegs / 2; ++c2) {
+        const int e = 4 * (c2 / 2) + c2 % 2;
+        lse2_c[c2] = lse2(col(e));
+        dd_c[c2] = dd_s[col(e)];
+      }
+    }
     if constexpr (kNeedS) {
       wgmma_wait<kDK ? 1 : 0>();  // S^T landed (dP^T may still run)
       fence_regs(st);
@@ -367,7 +394,7 @@ struct DkdvKernel {
       } else {
 #pragma unroll
         for (int e = 0; e < kSRegs; ++e) {
-          const float g = __fmul_rn(st[e], __fsub_rn(dpt[e], dd_s[col(e)]));
+          const float g = __fmul_rn(st[e], __fsub_rn(dpt[e], dd_of(e)));
           dpt[e] = visible(e) ? g : 0.f;
         }
       }

@@ -207,7 +207,10 @@ struct BwdConfig {
   // stage it reads held until the next tile's first wait) at head dim 64.
   // H100, 2026-11-27 (docs/backward_design.md, "Head dim 64 in the joint
   // order"): 1-3.5 % faster at every d 64 shape. At d 128 the registers do
-  // not fit: ptxas serializes every wgmma of the kernel.
+  // not fit: ptxas serializes every wgmma of the kernel; with the next
+  // tile's dP issued only after the previous dQ product has completed (the
+  // dK/dV pass's chained order) they fit, but that ran 1-5 % slower at
+  // every d 128 shape (2026-11-27).
   static constexpr bool kDqChain = kHeadDim == 64;
   static constexpr int kDqTmaProducerRegs = 24;   // kDqWide only
   static constexpr int kDqTmaConsumerRegs = 240;  // kDqWide only
@@ -266,6 +269,10 @@ struct BwdConfig {
   // kernel's stalls on the first of those loads. H100, 2026-11-27: 0.7-2 %
   // faster at d 64, within noise at d 128 (the same ptxas spills).
   static constexpr bool kJointPreRow = true;
+  // FREE (no bit moves): the chained form's tile_raw_body reads lse2 and D
+  // the same way (d 64 under a mask: 4k causal 3 % faster, 1k and 16k
+  // causal within 1 %; H100, 2026-11-27).
+  static constexpr bool kChainPreRow = true;
   static constexpr int kDkdvTmaOffBars = kDkdvOffP + kPBytes;
   // kv_full, kv_empty, q_full[stage], q_empty[stage], pt_empty, tail (last)
   static constexpr int kDkdvTmaBarriers = 4 + 2 * kStages;
