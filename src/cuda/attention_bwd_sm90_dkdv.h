@@ -144,6 +144,25 @@ struct DkdvKernel {
     return true;
   }
 
+  // The tile columns (query rows) of a thread's S^T elements: element e
+  // is in column col(e) = 8 (e / 4) + 2 q4 + e % 2, one of 16, numbered
+  // c2_of(e). pre_row reads lse2 (lse times log2 e) and D of those 16
+  // columns from the stage; tile_raw_joint and the chained tile_raw_body
+  // call it while their score products run (Cfg::kJointPreRow,
+  // kChainPreRow) rather than reading them in the element loop after the
+  // wait. The same values either way.
+  __device__ __forceinline__ static int c2_of(int e) { return 2 * (e / 4) + e % 2; }
+  __device__ __forceinline__ static void pre_row(const float* lse_s, const float* dd_s, int q4,
+                                                 float (&lse2_c)[kSRegs / 2], float (&dd_c)[kSRegs / 2]) {
+#pragma unroll
+    for (int c2 = 0; c2 < kSRegs / 2; ++c2) {
+      const int col = 8 * (c2 / 2) + 2 * q4 + c2 % 2;
+      constexpr float kLog2e = 1.4426950408889634f;
+      lse2_c[c2] = __fmul_rn(lse_s[col], kLog2e);
+      dd_c[c2] = dd_s[col];
+    }
+  }
+
   // One tile in the raw exponent form where one warpgroup owns dK and dV:
   // the operations and roundings of tile_raw_body (the same bits) in
   // another order. Both score products are waited for before one element
@@ -153,9 +172,7 @@ struct DkdvKernel {
   // when P is formed while dP^T runs and kept for G. The fused kernel runs
   // it (with its hook, which stores round(G^T) for the dQ product), and so
   // does the dK/dV pass where Cfg::kRawJoint says (FREE).
-  // Cfg::kJointPreRow: lse2 and D of the thread's 16 columns are read
-  // from shared memory while the score products run (32 registers), not
-  // in the loop (the same operations).
+  // Cfg::kJointPreRow: lse2 and D by pre_row (32 registers).
   template <bool kMasked, class Hook = NoHook>
   __device__ static void tile_raw_joint(const Smem& sm, int s, const BwdScore& score,
                                         const BwdVisibility& vis, int m0, int key0, int lane, int warp,
@@ -193,16 +210,8 @@ struct DkdvKernel {
     // gemm K_wg * Q^T -> S^T; gemm V_wg * dO^T -> dP^T (one group each)
     issue_ss<kBm, kD, Cfg::kBf16>(st, k_addr, kBn * kRow, q_addr, kBm * kRow);
     issue_ss<kBm, kD, Cfg::kBf16>(dpt, v_addr, kBn * kRow, do_addr, kBm * kRow);
-    // column c2 = 2 (e / 4) + e % 2 of the loop below: tile column col(e)
-    float lse2_c[kPreRow ? kSRegs / 2 : 1], dd_c[kPreRow ? kSRegs / 2 : 1];
-    if constexpr (kPreRow) {
-#pragma unroll
-      for (int c2 = 0; c2 < kSRegs / 2; ++c2) {
-        const int e = 4 * (c2 / 2) + c2 % 2;
-        lse2_c[c2] = __fmul_rn(lse_s[col(e)], kLog2e);
-        dd_c[c2] = dd_s[col(e)];
-      }
-    }
+    float lse2_c[kSRegs / 2], dd_c[kSRegs / 2];
+    if constexpr (kPreRow) pre_row(lse_s, dd_s, q4, lse2_c, dd_c);
     wgmma_wait<0>();
     fence_regs(st);
     fence_regs(dpt);
@@ -216,8 +225,8 @@ struct DkdvKernel {
       for (int k = 0; k < 2; ++k) {
         float lse2, ddv;
         if constexpr (kPreRow) {
-          lse2 = lse2_c[2 * ((e + k) / 4) + (e + k) % 2];
-          ddv = dd_c[2 * ((e + k) / 4) + (e + k) % 2];
+          lse2 = lse2_c[c2_of(e + k)];
+          ddv = dd_c[c2_of(e + k)];
         } else {
           lse2 = __fmul_rn(lse_s[col(e + k)], kLog2e);
           ddv = dd_s[col(e + k)];
@@ -299,28 +308,13 @@ struct DkdvKernel {
         return (i >= rlo[hh]) & (i <= rhi[hh]);
       }
     };
-    // kPreRow (the chained form, Cfg::kChainPreRow): lse2 and D of the
-    // thread's 16 columns read while the score products run, as
-    // tile_raw_joint's (the same operations).
+    // The chained form (Cfg::kChainPreRow): lse2 and D by pre_row.
     constexpr bool kPreRow = kPipe && Cfg::kChainPreRow;
-    float lse2_c[kPreRow ? kSRegs / 2 : 1], dd_c[kPreRow ? kSRegs / 2 : 1];
-    auto c2_of = [](int e) { return 2 * (e / 4) + e % 2; };  // column index: col(e) = 8 (c2 / 2) + 2 q4 + c2 % 2
-    auto p_of = [&](float sv, int e) {
-      float l2;
-      if constexpr (kPreRow) {
-        l2 = lse2_c[c2_of(e)];
-      } else {
-        l2 = lse2(col(e));
-      }
+    float lse2_c[kSRegs / 2], dd_c[kSRegs / 2];
+    // P of score sv at element e, given lse2 of its column
+    auto p_of = [&](float sv, float l2, int e) {
       const float pv = exp2_approx(__fmaf_rn(sv, score.scale_log2, -l2));
       return visible(e) ? pv : 0.f;
-    };
-    auto dd_of = [&](int e) {
-      if constexpr (kPreRow) {
-        return dd_c[c2_of(e)];
-      } else {
-        return dd_s[col(e)];
-      }
     };
     float4* pt = reinterpret_cast<float4*>(sm.pt());  // [e / 4][thread] of 4 floats
 
@@ -346,19 +340,17 @@ struct DkdvKernel {
       if (release != nullptr) mbar_arrive(release);
     }
     if constexpr (kDK) issue_ss<kBm, kD, Cfg::kBf16>(dpt, v_addr, kBn * kRow, do_addr, kBm * kRow);
-    if constexpr (kPreRow) {
-#pragma unroll
-      for (int c2 = 0; c2 < kSRegs / 2; ++c2) {
-        const int e = 4 * (c2 / 2) + c2 % 2;
-        lse2_c[c2] = lse2(col(e));
-        dd_c[c2] = dd_s[col(e)];
-      }
-    }
+    if constexpr (kPreRow) pre_row(lse_s, dd_s, q4, lse2_c, dd_c);
     if constexpr (kNeedS) {
       wgmma_wait<kDK ? 1 : 0>();  // S^T landed (dP^T may still run)
       fence_regs(st);
 #pragma unroll
-      for (int e = 0; e < kSRegs; ++e) st[e] = p_of(st[e], e);
+      for (int e = 0; e < kSRegs; ++e) {
+        if constexpr (kPreRow)
+          st[e] = p_of(st[e], lse2_c[c2_of(e)], e);
+        else
+          st[e] = p_of(st[e], lse2(col(e)), e);
+      }
     }
     if constexpr (kDV) {
       pack_a<kBm, Cfg::kBf16>(st, af);
@@ -394,7 +386,12 @@ struct DkdvKernel {
       } else {
 #pragma unroll
         for (int e = 0; e < kSRegs; ++e) {
-          const float g = __fmul_rn(st[e], __fsub_rn(dpt[e], dd_of(e)));
+          float ddv;
+          if constexpr (kPreRow)
+            ddv = dd_c[c2_of(e)];
+          else
+            ddv = dd_s[col(e)];
+          const float g = __fmul_rn(st[e], __fsub_rn(dpt[e], ddv));
           dpt[e] = visible(e) ? g : 0.f;
         }
       }

@@ -281,9 +281,10 @@ struct DqTmaKernel {
       float acc[kAccRegs];
 #pragma unroll
       for (int i = 0; i < kAccRegs; ++i) acc[i] = 0.f;
-      // kChain: the A fragments of the dQ product still running, and the
-      // stage it reads (released by the next tile's first wait or at the
-      // unit's end); nullptr: none.
+      // The A fragments of the dQ product. kChain: the product still runs
+      // after its tile; pending is the stage it reads, released by the
+      // next tile's first wait, a skipped tile or the unit's end (nullptr:
+      // none).
       uint32_t af[kBn / 16][4];
       uint64_t* pending = nullptr;
 
