@@ -78,18 +78,14 @@ sb_status opt_in(int bytes) {
 // The dK/dV kernel's form for a call (FREE: every form gives the same
 // bits): the general kernel for softcap and non-positive scales and where
 // no raw form exists (DkdvTmaKernel::kHasRawForms); else the chained form
-// where BwdConfig's kChainMasked / kChainMinKeys say so, kRaw otherwise.
+// where BwdConfig's kChainRaw says so, kRaw otherwise.
 template <class Cfg>
 int dkdv_form(const AttentionBwdParams& p) {
   using K = bwd::DkdvTmaKernel<Cfg>;
   if constexpr (!K::kHasRawForms) return K::kGeneral;
   if (!raw_score(p)) return K::kGeneral;
   if (const int forced = bwd_dkdv_form_env(); forced >= 0) return forced;
-  const bool masked = p.window_left >= 0 || p.window_right >= 0;
-  const bool long_keys = Cfg::kChainMinKeys > 0 && p.cu_seqlens_k == nullptr &&  // packed: unknown
-                         p.seqlen_k >= Cfg::kChainMinKeys;
-  if ((Cfg::kChainMasked && masked) || long_keys) return K::kRawChained;
-  return K::kRaw;
+  return Cfg::kChainRaw ? K::kRawChained : K::kRaw;
 }
 #endif
 #if SAMEBITS_BWD_TMA

@@ -244,24 +244,24 @@ struct BwdConfig {
   static_assert(128 * kDkdvProducerRegs + 256 * kDkdvConsumerRegs <=
                     kDkdvTmaThreads * kDkdvLaunchRegs,
                 "setmaxnreg split over the registers the CTA launched with");
-  // FREE (no bit moves): when the raw score form runs the dK/dV kernel's
-  // chained form (DkdvTmaKernel::kRawChained) instead of kRaw; the
-  // launcher's dkdv_form applies it. Measured on an H200 and an H100
-  // (docs/backward_design.md, "Kernel forms for the raw score form"):
-  // chaining pays at d = 64 under a mask (4-8 %) and costs 1-6 % at
-  // d = 128. At d = 64 it also paid from 8k keys (3-4 %) against the kRaw
-  // form's old tile order, but not against the joint order (below).
-  static constexpr bool kChainMasked = kHeadDim == 64;
-  static constexpr int kChainMinKeys = 0;  // 0: never by length
+  // FREE (no bit moves): whether the raw score form runs the dK/dV
+  // kernel's chained form (DkdvTmaKernel::kRawChained) instead of kRaw;
+  // the launcher's dkdv_form applies it. Measured on an H200 and an H100
+  // (docs/backward_design.md, "Kernel forms for the raw score form", "Head
+  // dim 64 in the joint order"): chaining costs 1-6 % at d = 128. At
+  // d = 64, with lse and D read under the score products (kChainPreRow),
+  // it is ahead of the joint kRaw form at every shape (H100, 2026-11-27:
+  // 1.5-2.3 % unmasked, 2-3 % at 4k and 16k causal); before that it paid
+  // only under a mask and from 8k keys.
+  static constexpr bool kChainRaw = kHeadDim == 64;
   // FREE (no bit moves): the kRaw form's tile order at head dims 64 and
   // 128 is DkdvKernel::tile_raw_joint (both score products waited for,
   // then one element loop), the fused kernel's. H100 (docs/
   // backward_design.md): at d 128 (2026-11-27, "The joint tile order")
   // 3.5-5.6 % faster at 16k keys and at 4k causal, 1-2.5 % slower at 1k
   // non-causal, mixed at 4k; at d 64 (2026-11-27, "Head dim 64 in the
-  // joint order") 4-6 % faster than kRaw at every length, masked or not,
-  // and faster than kRawChained unmasked (so kChainMinKeys is 0), where
-  // kRawChained stays ahead under a mask at 16k (3.9 against 4.1 ms).
+  // joint order") 4-6 % faster than the old order at every length, masked
+  // or not (the rule now chains at d 64: kChainRaw).
   static constexpr bool kRawJoint = !kSplitRoles;
   // FREE (no bit moves): tile_raw_joint reads the tile's lse and D values
   // (16 columns a thread) from shared memory while its score products run,
