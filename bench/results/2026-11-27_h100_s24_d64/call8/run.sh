@@ -1,0 +1,2 @@
+# call 8 (command as run on the device, .carry/s24h = the library of 18ab87b):
+source bench/device_common.sh >/dev/null 2>&1; C=$PWD/.carry/s24h; python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" $C/libsamebits.so.xz $C/libsamebits.so; nvidia-smi --query-gpu=name --format=csv,noheader; for r in 1 2; do for f in 1 2; do echo "== d128 form $f round $r"; SAMEBITS_BWD_DKDV_FORM=$f BWD_BENCH_DIMS=128 LD_LIBRARY_PATH=$C timeout 60 $C/test_attention_bwd_sm90 --bench-only | grep -E '^\| bf16'; done; done 2>&1 | tee $OUT/d128_forms.txt
