@@ -172,7 +172,8 @@ struct DkdvKernel {
   // when P is formed while dP^T runs and kept for G. The fused kernel runs
   // it (with its hook, which stores round(G^T) for the dQ product), and so
   // does the dK/dV pass where Cfg::kRawJoint says (FREE).
-  // Cfg::kJointPreRow: lse2 and D by pre_row (32 registers).
+  // Cfg::kJointPreRow: lse2 and D by pre_row (32 more registers at the
+  // peak).
   template <bool kMasked, class Hook = NoHook>
   __device__ static void tile_raw_joint(const Smem& sm, int s, const BwdScore& score,
                                         const BwdVisibility& vis, int m0, int key0, int lane, int warp,

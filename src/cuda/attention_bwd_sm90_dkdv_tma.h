@@ -74,8 +74,9 @@ struct DkdvTmaKernel {
   //   kRaw          the raw form only. Without the softcap path in the same
   //                 function, ptxas spills less in the raw tile bodies at
   //                 head dim 128 (160 bytes against 472) and the pass runs
-  //                 1-5 % faster (H200). At head dim 128 its tiles run
-  //                 DkdvKernel::tile_raw_joint (BwdConfig::kRawJoint).
+  //                 1-5 % faster (H200). At head dims 64 and 128 its
+  //                 tiles run DkdvKernel::tile_raw_joint
+  //                 (BwdConfig::kRawJoint); the rule runs it at d 128.
   //   kRawChained   the raw form, tiles chained without a drain
   //                 (DkdvKernel::tile_raw, kPipe): the next tile's S^T
   //                 queues behind this tile's dK. With the softcap path in
