@@ -44,18 +44,6 @@
 
 namespace samebits::cuda::sm90 {
 
-// FoldState::combine for one row: updates (M, L), returns the weights a
-// (old state) and b (split).
-__device__ __forceinline__ void fold_weights(float& M, float& L, float m, float l, float& a,
-                                             float& b) {
-  const float m_new = fmaxf(M, m);
-  const float ms = m_new == -CUDART_INF_F ? 0.f : m_new;
-  a = exp2_approx(__fsub_rn(M, ms));
-  b = exp2_approx(__fsub_rn(m, ms));
-  L = __fadd_rn(__fmul_rn(L, a), __fmul_rn(l, b));
-  M = m_new;
-}
-
 template <class Cfg>
 struct DecodeCombine {
   using Elem = std::conditional_t<Cfg::kBf16, __nv_bfloat16, __half>;

@@ -92,6 +92,19 @@ __device__ __forceinline__ void decode_finish_row(float M, float L, float& inv, 
   lse = L == 0.f ? CUDART_INF_F : __fmul_rn(__fadd_rn(M, log2_approx(L)), kLn2);
 }
 
+// FoldState::combine for one row: updates (M, L), returns the weights a
+// (old state) and b (split). The combine and the cluster fold (DecodeClusterFold)
+// apply it to the splits a row sees, ascending.
+__device__ __forceinline__ void fold_weights(float& M, float& L, float m, float l, float& a,
+                                             float& b) {
+  const float m_new = fmaxf(M, m);
+  const float ms = m_new == -CUDART_INF_F ? 0.f : m_new;
+  a = exp2_approx(__fsub_rn(M, ms));
+  b = exp2_approx(__fsub_rn(m, ms));
+  L = __fadd_rn(__fmul_rn(L, a), __fmul_rn(l, b));
+  M = m_new;
+}
+
 // Timing trace (an experiment, compiled only with SAMEBITS_DECODE_TRACE):
 // clock64 at events of CTA (0, 0, 0), printed by consumer thread 0 at its end.
 #ifdef SAMEBITS_DECODE_TRACE
@@ -612,6 +625,8 @@ struct DecodeConsumer {
 
 template <class Cfg>
 struct DecodeMmaConsumer;  // attention_decode_sm90_mma.h
+template <class Cfg>
+struct DecodeClusterFold;  // attention_decode_sm90_mma.h
 
 template <class Cfg>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm)
@@ -624,36 +639,39 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm)
   grid_launch_dependents();
   if (threadIdx.x == 0) SB_DECODE_TRACE(0);
   const DecodeWork w = decode_work<Cfg>(p);
-  if (w.n_last < w.n_first) {  // no row of the tile sees a key of this split
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t raw = smem_addr(smem_raw);
+  const DecodeSmem<Cfg> smem{smem_raw + ((1024 - (raw % 1024)) % 1024)};
+  if (w.n_last >= w.n_first) {
+    if (threadIdx.x == 0) {
+      mbar_init(smem.q_full(), 32);
+      for (int s = 0; s < Cfg::kStages; ++s) {
+        mbar_init(smem.k_full(s), 32);
+        mbar_init(smem.v_full(s), 32);
+        mbar_init(smem.k_empty(s), Cfg::kEmptyArrivals);
+        mbar_init(smem.v_empty(s), Cfg::kEmptyArrivals);
+      }
+      fence_barrier_init();
+    }
+    __syncthreads();
+
+    // Warp index, made warp-uniform for the compiler.
+    const int warp = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 32), 0);
+    if (warp < 4) {
+      if constexpr (Cfg::kMma)
+        DecodeMmaConsumer<Cfg>::run(p, w, smem);
+      else
+        DecodeConsumer<Cfg>::run(p, w, smem);
+    } else
+      DecodeProducer<Cfg>::run(p, w, smem);
+  } else if constexpr (!Cfg::kFold) {  // no row of the tile sees a key of this split
     if (Cfg::kDirectOut && p.direct_out && threadIdx.x < Cfg::kConsumerThreads)
       DecodeConsumer<Cfg>::write_empty_rows(p, w);
     return;
   }
-
-  extern __shared__ uint8_t smem_raw[];
-  const uint32_t raw = smem_addr(smem_raw);
-  const DecodeSmem<Cfg> smem{smem_raw + ((1024 - (raw % 1024)) % 1024)};
-  if (threadIdx.x == 0) {
-    mbar_init(smem.q_full(), 32);
-    for (int s = 0; s < Cfg::kStages; ++s) {
-      mbar_init(smem.k_full(s), 32);
-      mbar_init(smem.v_full(s), 32);
-      mbar_init(smem.k_empty(s), Cfg::kEmptyArrivals);
-      mbar_init(smem.v_empty(s), Cfg::kEmptyArrivals);
-    }
-    fence_barrier_init();
-  }
-  __syncthreads();
-
-  // Warp index, made warp-uniform for the compiler.
-  const int warp = __shfl_sync(0xffffffffu, static_cast<int>(threadIdx.x / 32), 0);
-  if (warp < 4) {
-    if constexpr (Cfg::kMma)
-      DecodeMmaConsumer<Cfg>::run(p, w, smem);
-    else
-      DecodeConsumer<Cfg>::run(p, w, smem);
-  } else
-    DecodeProducer<Cfg>::run(p, w, smem);
+  // Every CTA of the cluster, also one whose split no row sees, takes part
+  // in the fold (its partial is never read: a row's splits are those it sees).
+  if constexpr (Cfg::kFold) DecodeClusterFold<Cfg>::run(p, w, smem);
 }
 
 }  // namespace samebits::cuda::sm90

@@ -94,6 +94,81 @@ sb_status launch_spread(const AttentionDecodeParams& params, cudaStream_t stream
   return SB_OK;
 }
 
+// FREE. The most splits main's mma schedule folds inside pass 1
+// (DecodeConfig::kFold) instead of launching the combine
+// (SAMEBITS_DECODE_FOLD, read on every call: unset or 1 = up to
+// kFoldPortableSplits, 16 = up to kFoldMaxSplits where every cluster of
+// the grid is resident at once, 0 = always the combine). All give the same
+// bits.
+inline int decode_fold_max_splits() {
+  const char* env = std::getenv("SAMEBITS_DECODE_FOLD");
+  if (env == nullptr || env[0] == '\0') return kFoldPortableSplits;
+  if (std::strcmp(env, "0") == 0) return 0;
+  return std::strcmp(env, "16") == 0 ? kFoldMaxSplits : kFoldPortableSplits;
+}
+
+// Pass 1 with the fold inside (Cfg::kFold): grid (max_splits, tiles,
+// batch * Hk) in clusters of (max_splits, 1, 1), so a cluster is one tile's
+// splits. Sets *launched = false, launching nothing, where such a cluster
+// cannot be resident on this device, or (clusters over 8) where the grid's
+// clusters would not all be resident at once (asked once per device and
+// size): the caller then runs pass 1 and the combine, which give the same
+// bits.
+template <class Cfg>
+sb_status launch_fold(const AttentionDecodeParams& params, cudaStream_t stream, int max_fold, bool* launched) {
+  *launched = false;
+  static_assert(Cfg::kFold && !Cfg::kHeadMajor, "clusters along x are one tile's splits");
+  const int n = params.max_splits;
+  if (n < 2 || n > max_fold || n > kFoldMaxSplits) return SB_OK;
+  constexpr auto kernel = attention_decode_split_sm90_kernel<Cfg>;
+  if (cudaError_t err = opt_in_shared_memory<kernel>(Cfg::kSmemBytes, Cfg::kCtasPerSm > 1); err != cudaSuccess)
+    return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: cudaFuncSetAttribute: ") +
+                                   cudaGetErrorString(err));
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = dim3(static_cast<unsigned>(n), static_cast<unsigned>(params.tiles_per_seq),
+                     static_cast<unsigned>(params.batch * params.num_heads_k));
+  cfg.blockDim = dim3(Cfg::kThreads);
+  cfg.dynamicSmemBytes = Cfg::kSmemBytes;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = static_cast<unsigned>(n);
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  // Clusters of n that can be resident at once, per device, asked once (0:
+  // none, or the query failed; static storage starts at zero and false).
+  static std::atomic<int> resident[64][kFoldMaxSplits + 1];
+  static std::atomic<bool> asked[64][kFoldMaxSplits + 1];
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
+    cudaGetLastError();
+    return SB_OK;
+  }
+  if (!asked[dev][n].load(std::memory_order_acquire)) {
+    int clusters = 0;
+    bool ok = true;
+    if (n > kFoldPortableSplits)
+      ok = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess;
+    ok = ok && cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) == cudaSuccess;
+    if (!ok) {
+      cudaGetLastError();  // clears only this query's error
+      clusters = 0;
+    }
+    resident[dev][n].store(clusters, std::memory_order_relaxed);
+    asked[dev][n].store(true, std::memory_order_release);
+  }
+  const int64_t clusters = static_cast<int64_t>(params.tiles_per_seq) * params.batch * params.num_heads_k;
+  const int fit = resident[dev][n].load(std::memory_order_relaxed);
+  if (fit <= 0 || (n > kFoldPortableSplits && clusters > fit)) return SB_OK;
+  if (cudaError_t err = cudaLaunchKernelEx(&cfg, kernel, params); err != cudaSuccess)
+    return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: split kernel launch (fold): ") +
+                                   cudaGetErrorString(err));
+  *launched = true;
+  return SB_OK;
+}
+
 // FREE. Whether the combine is launched with programmatic dependent launch
 // (SAMEBITS_DECODE_PDL: unset or 1 = yes, 0 = a plain launch; read on every
 // call). Either way the combine reads the partials only after pass 1 has
@@ -152,6 +227,14 @@ sb_status launch_attention_decode(const AttentionDecodeParams& params, int varia
     st = launch_spread<DecodeConfig<D, kBf16, kDecodeMain, true>, D <= 128 ? 4 : 8>(params, stream, &spread);
   if (st != SB_OK) return st;
   if (!spread) {  // the one-CTA schedules (also where no cluster fits)
+    // Main's mma schedule of 2 to 8 (or 16) splits folds them inside pass 1
+    // where clusters of that many CTAs fit: no combine.
+    if (variant != kDecodeTwoPerSmHeadMajor && mma && !params.direct_out) {
+      bool folded = false;
+      st = launch_fold<DecodeConfig<D, kBf16, kDecodeMain, true, true>>(params, stream, decode_fold_max_splits(),
+                                                                         &folded);
+      if (st != SB_OK || folded) return st;
+    }
     if (variant == kDecodeTwoPerSmHeadMajor)
       st = mma ? launch_split<DecodeConfig<D, kBf16, kDecodeTwoPerSmHeadMajor, true>>(params, stream)
                : launch_split<DecodeConfig<D, kBf16, kDecodeTwoPerSmHeadMajor>>(params, stream);

@@ -38,6 +38,87 @@
 
 namespace samebits::cuda::sm90 {
 
+// The fold of a tile's splits inside pass 1 (DecodeConfig::kFold): the
+// grid's max_splits CTAs of one tile are one cluster, CTA s (cluster rank s)
+// computing split s. Each consumer leaves its split's (m, l, acc) of the
+// tile's <= 16 rows, f32, in its own shared memory (K's stage 0, which the
+// walk no longer reads); after a cluster barrier every thread of the
+// cluster takes (row, column pair) items, reads the pair and (m, l) of each
+// split the row sees from the CTAs holding them (distributed shared memory)
+// and folds them as DecodeCombine::run does: the first split copied, every
+// later one folded by fold_weights and the same rounded products and sums,
+// splits ascending; then decode_finish_row and the output. The values and
+// the operations are the combine's, so the bits are: only where the
+// partials wait (shared memory instead of the workspace) and which thread
+// folds a column differ, both FREE. A second cluster barrier keeps every
+// CTA's shared memory alive until the others have read it.
+template <class Cfg>
+struct DecodeClusterFold {
+  using Elem = std::conditional_t<Cfg::kBf16, __nv_bfloat16, __half>;
+  static constexpr int kD = Cfg::kHeadDim;
+  static constexpr int kRows = 16;           // the mma consumer's tile
+  static constexpr int kStride = kD + 8;     // floats a row; FREE (staggers the writes' banks)
+  static constexpr int kOffMl = kRows * kStride;  // (m, l) of row r at [kOffMl + 2 r]
+  static constexpr int kPairs = kD / 2;
+  static_assert((kOffMl + 2 * kRows) * 4 <= Cfg::kKVBytes, "the partial fits K's stage 0");
+
+  __device__ static float* partial(const DecodeSmem<Cfg>& smem) { return reinterpret_cast<float*>(smem.k(0)); }
+
+  __device__ static void run(const AttentionDecodeParams& p, const DecodeWork& w, const DecodeSmem<Cfg>& smem) {
+    __syncwarp();
+    cluster_arrive();  // releases this CTA's partial
+    cluster_wait();    // every CTA's partial is written and visible
+    const uint32_t base = smem_addr(partial(smem));
+    const int n = p.max_splits;  // the cluster's CTAs
+    const Visibility vis = decode_visibility(p, w.lk);
+    const int items = (w.r_end - w.r_begin) * kPairs;
+    for (int k = static_cast<int>(cluster_rank()) * Cfg::kThreads + threadIdx.x; k < items;
+         k += n * Cfg::kThreads) {
+      const int r = k / kPairs, c = 2 * (k % kPairs);
+      const int R = w.r_begin + r;
+      const int i = p.q_begin + R / p.head_group, head = w.hk * p.head_group + R % p.head_group;
+      int lo, hi;
+      vis.row_bounds(i, lo, hi);
+      float M = -CUDART_INF_F, L = 0.f, a0 = 0.f, a1 = 0.f;
+      if (w.lk > 0 && hi >= lo) {  // the combine's condition
+        const int s_lo = lo / Cfg::kSplit, s_hi = hi / Cfg::kSplit;
+        // Every split's values requested at once, then folded in order.
+        float2 x[kFoldMaxSplits], ml[kFoldMaxSplits];
+#pragma unroll
+        for (int u = 0; u < kFoldMaxSplits; ++u) {
+          if (s_lo + u > s_hi) break;
+          const uint32_t at = map_to_rank(base, static_cast<uint32_t>(s_lo + u));
+          x[u] = ld_shared_cluster_f32x2(at + (r * kStride + c) * 4);
+          ml[u] = ld_shared_cluster_f32x2(at + (kOffMl + 2 * r) * 4);
+        }
+        M = ml[0].x;  // the first split the row sees: copied
+        L = ml[0].y;
+        a0 = x[0].x;
+        a1 = x[0].y;
+#pragma unroll
+        for (int u = 1; u < kFoldMaxSplits; ++u) {
+          if (s_lo + u > s_hi) break;
+          float a, b;
+          fold_weights(M, L, ml[u].x, ml[u].y, a, b);
+          a0 = __fadd_rn(__fmul_rn(a0, a), __fmul_rn(x[u].x, b));
+          a1 = __fadd_rn(__fmul_rn(a1, a), __fmul_rn(x[u].y, b));
+        }
+      }
+      float inv, lse;
+      decode_finish_row(M, L, inv, lse);
+      Elem* o = static_cast<Elem*>(p.out) + w.b * p.o_batch_stride + static_cast<int64_t>(i) * p.o_row_stride +
+                head * p.o_head_stride + c;
+      *reinterpret_cast<uint32_t*>(o) = pack2<Cfg::kBf16>(__fmul_rn(a0, inv), __fmul_rn(a1, inv));
+      if (c == 0)
+        p.lse[w.b * p.lse_batch_stride + head * p.lse_head_stride + static_cast<int64_t>(i) * p.lse_row_stride] =
+            lse;
+    }
+    __syncwarp();
+    cluster_arrive();  // this CTA's reads of the others are done
+    cluster_wait();    // no CTA leaves while another may still read its shared memory
+  }
+};
+
 template <class Cfg>
 struct DecodeMmaConsumer {
   static constexpr int kD = Cfg::kHeadDim;
@@ -325,6 +406,25 @@ struct DecodeMmaConsumer {
     l[0] = x.l[g];
     l[1] = x.l[8 + g];
 
+    if constexpr (Cfg::kFold) {
+      // The split's (m, l, acc) of each valid row, f32, to this CTA's
+      // shared memory for the cluster's fold. K's stage 0 is free: every
+      // warp's reads of it came before the barrier above.
+      float* part = DecodeClusterFold<Cfg>::partial(smem);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        if (!valid[h]) continue;
+        float* row = part + (g + 8 * h) * DecodeClusterFold<Cfg>::kStride + warp * (kD / 4) + 2 * q4;
+#pragma unroll
+        for (int oc = 0; oc < kOC; ++oc)
+          *reinterpret_cast<float2*>(row + 8 * oc) = make_float2(acc[oc][2 * h], acc[oc][2 * h + 1]);
+        if (warp == 0 && q4 == 0)
+          *reinterpret_cast<float2*>(part + DecodeClusterFold<Cfg>::kOffMl + 2 * (g + 8 * h)) =
+              make_float2(m[h], l[h]);
+      }
+      trace_print(w);
+      return;
+    }
     if (Cfg::kDirectOut && p.direct_out) {
       // One split per row: the combine's copy and output step, here.
 #pragma unroll

@@ -114,6 +114,14 @@ struct AttentionDecodeParams {
 //      CTAs, where one SM's load path sets a split's time.
 //   9  as 8 with clusters of 4 CTAs, two blocks each (d <= 128; d 256:
 //      as 8).
+// FREE. The most splits (cluster CTAs) the fold inside pass 1 takes:
+// kFoldPortableSplits by default (the portable cluster size), up to
+// kFoldMaxSplits (a non-portable cluster of 16, sm90's largest) where
+// SAMEBITS_DECODE_FOLD=16 asks for it and every cluster of the grid is
+// resident at once.
+constexpr int kFoldPortableSplits = 8;
+constexpr int kFoldMaxSplits = 16;
+
 enum DecodeVariant : int {
   kDecodeMain = 0,
   kDecodeTwoPerSmHeadMajor = 4,
@@ -152,7 +160,7 @@ struct DecodeWorkspace {
 // Consumer<Cfg> reads (kHeadDim, kBf16, kBlockN, kBlockM, kRowBytes) mean
 // exactly what they mean in FwdConfig, so Consumer<DecodeConfig> runs the
 // forward's own S = Q K^T, softmax step and P V (attention_fwd_sm90_mainloop.h).
-template <int kHeadDim_, bool kBf16_, int kVariant_ = kDecodeMain, bool kMma_ = false>
+template <int kHeadDim_, bool kBf16_, int kVariant_ = kDecodeMain, bool kMma_ = false, bool kFold_ = false>
 struct DecodeConfig {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr bool kBf16 = kBf16_;
@@ -188,6 +196,14 @@ struct DecodeConfig {
   // terms meet in shared memory (kXBytes). Q holds the 16 rows only.
   static constexpr bool kMma = kMma_;
   static constexpr int kQRows = kMma ? 16 : kBlockM;
+  // FREE. The splits of a tile fold inside pass 1 (DecodeClusterFold,
+  // attention_decode_sm90_mma.h): the grid's max_splits CTAs of one tile
+  // (2 to kFoldPortableSplits, or kFoldMaxSplits) form a cluster, each leaves its split's partial
+  // in its own shared memory, and after a cluster barrier the cluster folds
+  // them as the combine does and writes out and lse; no workspace traffic,
+  // no combine launch. Main's one-CTA schedule with the mma consumer only.
+  static constexpr bool kFold = kFold_;
+  static_assert(!kFold || (kMma && kVariant == kDecodeMain), "the fold runs in main's mma schedule");
   // Arrivals that release a K or V stage: one per consumer warp after its
   // wgmma wait, or (kMma) every consumer thread after its ldmatrix reads.
   static constexpr int kEmptyArrivals = kMma ? kConsumerThreads : 4;

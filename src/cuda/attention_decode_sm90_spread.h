@@ -104,21 +104,6 @@ __device__ __forceinline__ void spread_trace_print() {}
 __device__ __forceinline__ void spread_wait(uint64_t* bar, uint32_t parity, int) { mbar_wait(bar, parity); }
 #endif
 
-__device__ __forceinline__ uint32_t cluster_rank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-// This CTA's shared-memory address `a` as seen in cluster CTA `rank`.
-__device__ __forceinline__ uint32_t map_to_rank(uint32_t a, uint32_t rank) {
-  uint32_t r;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
-  return r;
-}
-__device__ __forceinline__ void cluster_arrive_relaxed() {
-  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
-}
-__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
 // 4 or 16 bytes into CTA `rank`'s shared memory at `a` (this CTA's
 // address of the same object), completing as bytes on its mbarrier `bar`.
 __device__ __forceinline__ void st_async_f32(uint32_t a, uint32_t bar, uint32_t rank, float v) {

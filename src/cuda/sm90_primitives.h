@@ -106,6 +106,35 @@ __device__ __forceinline__ void named_barrier_arrive(uint32_t id, uint32_t threa
   asm volatile("bar.arrive %0, %1;" ::"r"(id), "r"(threads) : "memory");
 }
 
+// ---------------------------------------------------------------- clusters
+__device__ __forceinline__ uint32_t cluster_rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+// This CTA's shared-memory address `a` as seen in cluster CTA `rank`.
+__device__ __forceinline__ uint32_t map_to_rank(uint32_t a, uint32_t rank) {
+  uint32_t r;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
+  return r;
+}
+// Every thread of every CTA of the cluster arrives (warp-converged: the
+// .aligned forms). The default arrive releases this thread's prior memory
+// operations and the wait acquires those of every arrival it waited for;
+// the relaxed arrive orders nothing.
+__device__ __forceinline__ void cluster_arrive() { asm volatile("barrier.cluster.arrive.aligned;" ::: "memory"); }
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() { asm volatile("barrier.cluster.wait.aligned;" ::: "memory"); }
+// Two f32 at `a`, a shared-memory address of any CTA of the cluster
+// (map_to_rank).
+__device__ __forceinline__ float2 ld_shared_cluster_f32x2(uint32_t a) {
+  float2 v;
+  asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(a) : "memory");
+  return v;
+}
+
 // ---------------------------------------------------------------- registers
 template <uint32_t kRegs>
 __device__ __forceinline__ void setmaxnreg_inc() {

@@ -12,7 +12,9 @@
 // usage: test_attention_decode_sm90 [--quick | --small] [--variant V | --variants 0,1,..]
 //        test_attention_decode_sm90 --bench [--variants 0,4,auto] [--graph] [--short N]
 //                                   [--reps N] [--max-tokens N]
-//   --variant V: run every check with SAMEBITS_DECODE_VARIANT=V (0, 4, auto).
+//   --variant V: run every check with SAMEBITS_DECODE_VARIANT=V (0, 4, auto;
+//            a trailing c, e.g. autoc, also sets SAMEBITS_DECODE_FOLD=0, a
+//            trailing w SAMEBITS_DECODE_FOLD=16).
 //   --variants L: run every decode call of every check under each schedule
 //            of L on the same inputs; a check passes only if all give the
 //            forward's bits (one run of the suite covers all schedules).
@@ -42,22 +44,49 @@ int g_ws_mode = 0;
 
 // The schedule of the decode calls (SAMEBITS_DECODE_VARIANT, read by the
 // library on every call): 0 or 4, kAuto for "auto", -1 unsets it, -2 leaves
-// it as it is.
+// it as it is. kCombine added to a schedule ("0c", "autoc") also sets
+// SAMEBITS_DECODE_FOLD=0 (the combine kernel even where pass 1 could fold
+// the splits), kWide ("autow") SAMEBITS_DECODE_FOLD=16 (folds of up to 16
+// splits); without either the fold setting is the one the run started with.
 constexpr int kAuto = 100;
+constexpr int kCombine = 1000;
+constexpr int kWide = 2000;
+const char* g_fold_env = nullptr;  // SAMEBITS_DECODE_FOLD at start (main)
 void set_variant(int v) {
   if (v == -2) return;
   if (v == -1) {
     unsetenv("SAMEBITS_DECODE_VARIANT");
-  } else if (v == kAuto) {
+    return;
+  }
+  if (v >= kWide)
+    setenv("SAMEBITS_DECODE_FOLD", "16", 1);
+  else if (v >= kCombine)
+    setenv("SAMEBITS_DECODE_FOLD", "0", 1);
+  else if (g_fold_env)
+    setenv("SAMEBITS_DECODE_FOLD", g_fold_env, 1);
+  else
+    unsetenv("SAMEBITS_DECODE_FOLD");
+  v %= kCombine;
+  if (v == kAuto) {
     setenv("SAMEBITS_DECODE_VARIANT", "auto", 1);
   } else {
     setenv("SAMEBITS_DECODE_VARIANT", std::to_string(v).c_str(), 1);
   }
 }
 std::string variant_name(int v) {
-  return v == kAuto ? std::string("auto") : v < 0 ? std::string("env") : "v" + std::to_string(v);
+  if (v < 0) return "env";
+  const std::string suffix = v >= kWide ? "w" : v >= kCombine ? "c" : "";
+  v %= kCombine;
+  return (v == kAuto ? std::string("auto") : "v" + std::to_string(v)) + suffix;
 }
-int parse_variant(const std::string& v) { return v == "auto" ? kAuto : std::atoi(v.c_str()); }
+int parse_variant(std::string v) {
+  int flag = 0;
+  if (!v.empty() && (v.back() == 'c' || v.back() == 'w')) {
+    flag = v.back() == 'c' ? kCombine : kWide;
+    v.pop_back();
+  }
+  return (v == "auto" ? kAuto : std::atoi(v.c_str())) + flag;
+}
 std::vector<int> parse_variants(const std::string& list) {
   std::vector<int> out;
   for (size_t p0 = 0; p0 <= list.size();) {
@@ -739,7 +768,7 @@ void caller_workspace(const Shape& s, uint64_t seed) {
 // Kernel-only timing of the attention call (sb_attention_forward_ws with a
 // caller workspace of the one-pass size: no append, no allocation, no
 // workspace query), for every schedule in --variants, at batch 1..256 x
-// context 1k..128k (batch x context <= 8M tokens), 64 query heads over 8
+// context 1k..128k (1k, 2k, 4k, 8k, 16k, ...) (batch x context <= 8M tokens), 64 query heads over 8
 // KV heads, d128, bf16, page 64 with the pages scattered.
 // Method (one CUDA stream): per repetition and variant, a 256 MiB memset
 // that flushes L2, an event, the call (or, with --graph, the replay of a
@@ -821,7 +850,7 @@ void bench(const BenchOptions& o) {
   Rng rng{42};
   bool all_equal = true;
   for (int B : {1, 4, 16, 64, 256})
-    for (int ctx : {1024, 4096, 16384, 32768, 65536, 131072}) {
+    for (int ctx : {1024, 2048, 4096, 8192, 16384, 32768, 65536, 131072}) {
       if (double(B) * ctx > o.max_tokens) continue;  // 8M tokens: 32 GiB of K/V
       DeviceKv kv(s, std::vector<int>(B, ctx), 64, rng, /*mirror=*/false);
       fill_random(kv.dk, kv.pool_elems * 2, rng);
@@ -903,6 +932,7 @@ void bench(const BenchOptions& o) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  if (const char* f = std::getenv("SAMEBITS_DECODE_FOLD")) g_fold_env = strdup(f);
   bool do_bench = false;
   BenchOptions bo;
   for (int i = 1; i < argc; ++i) {
@@ -930,7 +960,8 @@ int main(int argc, char** argv) {
     return g_failures ? 1 : 0;
   }
   const char* variant_env = std::getenv("SAMEBITS_DECODE_VARIANT");
-  std::printf("decode schedule: SAMEBITS_DECODE_VARIANT=%s%s\n", variant_env ? variant_env : "(unset: auto)",
+  std::printf("decode schedule: SAMEBITS_DECODE_VARIANT=%s SAMEBITS_DECODE_FOLD=%s%s\n",
+              variant_env ? variant_env : "(unset: auto)", g_fold_env ? g_fold_env : "(unset: 1)",
               g_variants.empty() ? "" : (", every check under" + variants_label()).c_str());
   std::printf("samebits %s, sm90 KV-cache attention tests%s\n", sb_version(), g_quick ? " (quick)" : "");
 

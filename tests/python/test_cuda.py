@@ -136,6 +136,61 @@ def test_decode_schedules_equal_forward_row(monkeypatch, variant):
         assert not torch.equal(flipped, out)
 
 
+def test_decode_fold_in_pass_one_equals_combine(monkeypatch):
+    # a cache of 2-16 splits: the splits folded inside pass 1 (a cluster per
+    # KV head, SAMEBITS_DECODE_FOLD unset or 16) give the bits of the combine
+    # kernel (0) and of the forward row, alone and inside a batch whose long
+    # neighbour (12 splits) sends the whole batch to the combine; flipping
+    # the sign bit of one visible key in the row's last split changes it
+    page, hk, g = 64, 2, 8
+    for L, t in ((2600, 2399), (9300, 9111)):
+        q, k, v = _qkv(1, L, hk * g, hk, 128, seed=L)
+        prefill = _call(samebits.attention, q, k, v, causal=True)
+        pages = torch.randperm(L // page + 8, device="cuda", dtype=torch.int32)
+        table = pages[: (L + page - 1) // page].view(1, -1).contiguous()
+        kc = torch.full((pages.numel(), page, hk, 128), float("nan"), dtype=q.dtype, device="cuda")
+        vc = kc.clone()
+        j = torch.arange(t, device="cuda")
+        kc[table[0, j // page].long(), j % page] = k[0, :t]
+        vc[table[0, j // page].long(), j % page] = v[0, :t]
+        lens = torch.tensor([t], dtype=torch.int32, device="cuda")
+        new = (k[:, t:t + 1], v[:, t:t + 1])
+        outs = {}
+        for fold in ("", "0", "16"):
+            monkeypatch.setenv("SAMEBITS_DECODE_FOLD", fold)
+            outs[fold] = _call(samebits.attention_with_kvcache, q[:, t:t + 1], kc, vc, *new, cache_seqlens=lens,
+                               block_table=table, causal=True, return_lse=True)
+            assert torch.equal(outs[fold][0][0, 0], prefill[0, t]), fold
+            assert all(torch.equal(a, b) for a, b in zip(outs[fold], outs[""])), fold
+        monkeypatch.delenv("SAMEBITS_DECODE_FOLD")
+        # inside a batch with a 12-split neighbour (its own pages, NaN elsewhere)
+        L2 = 12 * 1024 - 100
+        q2, k2, v2 = _qkv(1, L2, hk * g, hk, 128, seed=L + 1)
+        n2 = (L2 + page - 1) // page
+        pages2 = torch.arange(pages.numel(), pages.numel() + n2, device="cuda", dtype=torch.int32)
+        kcb = torch.cat([kc, torch.full((n2, page, hk, 128), float("nan"), dtype=q.dtype, device="cuda")])
+        vcb = torch.cat([vc, kcb[pages.numel():].clone()])
+        j2 = torch.arange(L2 - 1, device="cuda")
+        kcb[pages2[j2 // page].long(), j2 % page] = k2[0, :L2 - 1]
+        vcb[pages2[j2 // page].long(), j2 % page] = v2[0, :L2 - 1]
+        width = max(table.shape[1], n2)
+        tb = torch.zeros((2, width), dtype=torch.int32, device="cuda")
+        tb[0, :table.shape[1]] = table[0]
+        tb[1, :n2] = pages2
+        qb = torch.cat([q[:, t:t + 1], q2[:, L2 - 1:L2]])
+        nb = (torch.cat([new[0], k2[:, L2 - 1:L2]]), torch.cat([new[1], v2[:, L2 - 1:L2]]))
+        lensb = torch.tensor([t, L2 - 1], dtype=torch.int32, device="cuda")
+        batched = _call(samebits.attention_with_kvcache, qb, kcb, vcb, *nb, cache_seqlens=lensb, block_table=tb,
+                        causal=True, return_lse=True)
+        assert torch.equal(batched[0][0], outs[""][0][0]) and torch.equal(batched[1][0], outs[""][1][0])
+        # negative control: one visible key of the last split, sign flipped
+        key = (t // 1024) * 1024 + 5
+        kc.view(torch.int16)[table[0, key // page].long(), key % page, 1, 3] ^= -32768
+        flipped = samebits.attention_with_kvcache(q[:, t:t + 1], kc, vc, *new, cache_seqlens=lens, block_table=table,
+                                                  causal=True)
+        assert not torch.equal(flipped, outs[""][0])
+
+
 def test_backward_runs_and_is_deterministic():
     q, k, v = (t.requires_grad_() for t in _qkv(2, 257, 4, 2, 128))
     dout = torch.randn_like(q)
