@@ -24,6 +24,8 @@ chmod +x "$T"
 export LD_LIBRARY_PATH=$C
 PYENV=(env SAMEBITS_LIBRARY="$C/libsamebits.so" PYTHONPATH="$PWD/python:$PWD/bench")
 STAGE=${STAGE:-all}
+# The most resident clusters of n CTAs for pass 1's size at d 128 (mma, main).
+[ -x "$C/cluster_occupancy" ] && "$C/cluster_occupancy" 160 215144 > "$OUT/cluster_occupancy.txt" 2>&1 && cat "$OUT/cluster_occupancy.txt"
 if [ "$STAGE" != b ]; then
   timeout 150 "$T" --quick --variants auto,autoc,autow > "$OUT/decode_quick_both.log" 2>&1
   sum+=("decode --quick auto,autoc,autow rc=$? $(count "$OUT/decode_quick_both.log") $(tail -1 "$OUT/decode_quick_both.log")")

@@ -109,11 +109,13 @@ inline int decode_fold_max_splits() {
 
 // Pass 1 with the fold inside (Cfg::kFold): grid (max_splits, tiles,
 // batch * Hk) in clusters of (max_splits, 1, 1), so a cluster is one tile's
-// splits. Sets *launched = false, launching nothing, where such a cluster
-// cannot be resident on this device, or (clusters over 8) where the grid's
-// clusters would not all be resident at once (asked once per device and
-// size): the caller then runs pass 1 and the combine, which give the same
-// bits.
+// splits. Sets *launched = false, launching nothing, where the grid's
+// clusters cannot all be resident at once on this device (the most
+// resident clusters of n CTAs asked once per device and n): the caller then
+// runs pass 1 and the combine, which give the same bits. Measured on an
+// H100 (docs/decode_design.md, "The splits folded inside pass 1"): 4 x 4k
+// (32 clusters of 4, one CTA an SM) ran 10-20 % slower folded than with
+// the combine, as if a few clusters waited for a second wave.
 template <class Cfg>
 sb_status launch_fold(const AttentionDecodeParams& params, cudaStream_t stream, int max_fold, bool* launched) {
   *launched = false;
@@ -161,7 +163,7 @@ sb_status launch_fold(const AttentionDecodeParams& params, cudaStream_t stream, 
   }
   const int64_t clusters = static_cast<int64_t>(params.tiles_per_seq) * params.batch * params.num_heads_k;
   const int fit = resident[dev][n].load(std::memory_order_relaxed);
-  if (fit <= 0 || (n > kFoldPortableSplits && clusters > fit)) return SB_OK;
+  if (clusters > fit) return SB_OK;
   if (cudaError_t err = cudaLaunchKernelEx(&cfg, kernel, params); err != cudaSuccess)
     return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: split kernel launch (fold): ") +
                                    cudaGetErrorString(err));
