@@ -94,34 +94,43 @@ sb_status launch_spread(const AttentionDecodeParams& params, cudaStream_t stream
   return SB_OK;
 }
 
-// FREE. The most splits main's mma schedule folds inside pass 1
+// FREE. When main's mma schedule folds a tile's splits inside pass 1
 // (DecodeConfig::kFold) instead of launching the combine
-// (SAMEBITS_DECODE_FOLD, read on every call: unset or 1 = up to
-// kFoldPortableSplits, 16 = up to kFoldMaxSplits where every cluster of
-// the grid is resident at once, 0 = always the combine). All give the same
-// bits.
-inline int decode_fold_max_splits() {
+// (SAMEBITS_DECODE_FOLD, read on every call): unset or 1 = the rule of
+// launch_fold, 0 = never, `force` = wherever the clusters fit (for tests:
+// the suite's grids are small). All give the same bits.
+enum class FoldMode { kOff, kRule, kForce };
+inline FoldMode decode_fold_mode() {
   const char* env = std::getenv("SAMEBITS_DECODE_FOLD");
-  if (env == nullptr || env[0] == '\0') return kFoldPortableSplits;
-  if (std::strcmp(env, "0") == 0) return 0;
-  return std::strcmp(env, "16") == 0 ? kFoldMaxSplits : kFoldPortableSplits;
+  if (env == nullptr || env[0] == '\0') return FoldMode::kRule;
+  if (std::strcmp(env, "0") == 0) return FoldMode::kOff;
+  return std::strcmp(env, "force") == 0 ? FoldMode::kForce : FoldMode::kRule;
 }
+
+// FREE. The fewest clusters for which the rule folds. Measured on an H100
+// (docs/decode_design.md, "The splits folded inside pass 1"; d 128, GQA 8:1,
+// beside the combine in the same call, three rounds): 64 clusters of 2
+// (8 x 2k) 7 % faster folded; 32 clusters (4 x 2k) and 8-16 clusters of 4
+// (1-2 x 4k) within +-2 % either way; 16 clusters of 2 (2 x 2k) 2 % and 8
+// of 8 (1 x 8k) 3-5 % slower; 32 clusters of 4 (4 x 4k: 30 resident) 10-20 %
+// slower before the residency condition below.
+constexpr int64_t kFoldMinClusters = 32;
 
 // Pass 1 with the fold inside (Cfg::kFold): grid (max_splits, tiles,
 // batch * Hk) in clusters of (max_splits, 1, 1), so a cluster is one tile's
-// splits. Sets *launched = false, launching nothing, where the grid's
-// clusters cannot all be resident at once on this device (the most
-// resident clusters of n CTAs asked once per device and n): the caller then
-// runs pass 1 and the combine, which give the same bits. Measured on an
-// H100 (docs/decode_design.md, "The splits folded inside pass 1"): 4 x 4k
-// (32 clusters of 4, one CTA an SM) ran 10-20 % slower folded than with
-// the combine, as if a few clusters waited for a second wave.
+// splits, 2 to kFoldMaxSplits of them. Sets *launched = false, launching
+// nothing, where the rule does not fold or where the grid's clusters cannot
+// all be resident at once on this device (the most resident clusters of n
+// CTAs asked once per device and n): the caller then runs pass 1 and the
+// combine, which give the same bits.
 template <class Cfg>
-sb_status launch_fold(const AttentionDecodeParams& params, cudaStream_t stream, int max_fold, bool* launched) {
+sb_status launch_fold(const AttentionDecodeParams& params, cudaStream_t stream, FoldMode mode, bool* launched) {
   *launched = false;
   static_assert(Cfg::kFold && !Cfg::kHeadMajor, "clusters along x are one tile's splits");
   const int n = params.max_splits;
-  if (n < 2 || n > max_fold || n > kFoldMaxSplits) return SB_OK;
+  const int64_t clusters = static_cast<int64_t>(params.tiles_per_seq) * params.batch * params.num_heads_k;
+  if (mode == FoldMode::kOff || n < 2 || n > kFoldMaxSplits) return SB_OK;
+  if (mode == FoldMode::kRule && clusters < kFoldMinClusters) return SB_OK;
   constexpr auto kernel = attention_decode_split_sm90_kernel<Cfg>;
   if (cudaError_t err = opt_in_shared_memory<kernel>(Cfg::kSmemBytes, Cfg::kCtasPerSm > 1); err != cudaSuccess)
     return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: cudaFuncSetAttribute: ") +
@@ -149,21 +158,18 @@ sb_status launch_fold(const AttentionDecodeParams& params, cudaStream_t stream, 
     return SB_OK;
   }
   if (!asked[dev][n].load(std::memory_order_acquire)) {
-    int clusters = 0;
-    bool ok = true;
-    if (n > kFoldPortableSplits)
-      ok = cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1) == cudaSuccess;
-    ok = ok && cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) == cudaSuccess;
-    if (!ok) {
+    int fit = 0;
+    if (cudaOccupancyMaxActiveClusters(&fit, kernel, &cfg) != cudaSuccess) {
       cudaGetLastError();  // clears only this query's error
-      clusters = 0;
+      fit = 0;
     }
-    resident[dev][n].store(clusters, std::memory_order_relaxed);
+    resident[dev][n].store(fit, std::memory_order_relaxed);
     asked[dev][n].store(true, std::memory_order_release);
   }
-  const int64_t clusters = static_cast<int64_t>(params.tiles_per_seq) * params.batch * params.num_heads_k;
-  const int fit = resident[dev][n].load(std::memory_order_relaxed);
-  if (clusters > fit) return SB_OK;
+  // Every cluster resident at once: 4 x 4k (32 clusters of 4, 30 resident
+  // on an H100) ran 10-20 % slower folded than with the combine, as if the
+  // last clusters waited for a second wave.
+  if (clusters > resident[dev][n].load(std::memory_order_relaxed)) return SB_OK;
   if (cudaError_t err = cudaLaunchKernelEx(&cfg, kernel, params); err != cudaSuccess)
     return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: split kernel launch (fold): ") +
                                    cudaGetErrorString(err));
@@ -229,12 +235,11 @@ sb_status launch_attention_decode(const AttentionDecodeParams& params, int varia
     st = launch_spread<DecodeConfig<D, kBf16, kDecodeMain, true>, D <= 128 ? 4 : 8>(params, stream, &spread);
   if (st != SB_OK) return st;
   if (!spread) {  // the one-CTA schedules (also where no cluster fits)
-    // Main's mma schedule of 2 to 8 (or 16) splits folds them inside pass 1
-    // where clusters of that many CTAs fit: no combine.
+    // Main's mma schedule of 2 to 8 splits may fold them inside pass 1 (no
+    // combine; launch_fold says where).
     if (variant != kDecodeTwoPerSmHeadMajor && mma && !params.direct_out) {
       bool folded = false;
-      st = launch_fold<DecodeConfig<D, kBf16, kDecodeMain, true, true>>(params, stream, decode_fold_max_splits(),
-                                                                         &folded);
+      st = launch_fold<DecodeConfig<D, kBf16, kDecodeMain, true, true>>(params, stream, decode_fold_mode(), &folded);
       if (st != SB_OK || folded) return st;
     }
     if (variant == kDecodeTwoPerSmHeadMajor)

@@ -114,13 +114,9 @@ struct AttentionDecodeParams {
 //      CTAs, where one SM's load path sets a split's time.
 //   9  as 8 with clusters of 4 CTAs, two blocks each (d <= 128; d 256:
 //      as 8).
-// FREE. The most splits (cluster CTAs) the fold inside pass 1 takes:
-// kFoldPortableSplits by default (the portable cluster size), up to
-// kFoldMaxSplits (a non-portable cluster of 16, sm90's largest) where
-// SAMEBITS_DECODE_FOLD=16 asks for it and every cluster of the grid is
-// resident at once.
-constexpr int kFoldPortableSplits = 8;
-constexpr int kFoldMaxSplits = 16;
+// FREE. The most splits (cluster CTAs) the fold inside pass 1 takes: the
+// portable cluster size.
+constexpr int kFoldMaxSplits = 8;
 
 enum DecodeVariant : int {
   kDecodeMain = 0,
@@ -198,7 +194,7 @@ struct DecodeConfig {
   static constexpr int kQRows = kMma ? 16 : kBlockM;
   // FREE. The splits of a tile fold inside pass 1 (DecodeClusterFold,
   // attention_decode_sm90_mma.h): the grid's max_splits CTAs of one tile
-  // (2 to kFoldPortableSplits, or kFoldMaxSplits) form a cluster, each leaves its split's partial
+  // (2 to kFoldMaxSplits) form a cluster, each leaves its split's partial
   // in its own shared memory, and after a cluster barrier the cluster folds
   // them as the combine does and writes out and lse; no workspace traffic,
   // no combine launch. Main's one-CTA schedule with the mma consumer only.

@@ -14,7 +14,7 @@
 //                                   [--reps N] [--max-tokens N]
 //   --variant V: run every check with SAMEBITS_DECODE_VARIANT=V (0, 4, auto;
 //            a trailing c, e.g. autoc, also sets SAMEBITS_DECODE_FOLD=0, a
-//            trailing w SAMEBITS_DECODE_FOLD=16).
+//            trailing f SAMEBITS_DECODE_FOLD=force).
 //   --variants L: run every decode call of every check under each schedule
 //            of L on the same inputs; a check passes only if all give the
 //            forward's bits (one run of the suite covers all schedules).
@@ -45,12 +45,13 @@ int g_ws_mode = 0;
 // The schedule of the decode calls (SAMEBITS_DECODE_VARIANT, read by the
 // library on every call): 0 or 4, kAuto for "auto", -1 unsets it, -2 leaves
 // it as it is. kCombine added to a schedule ("0c", "autoc") also sets
-// SAMEBITS_DECODE_FOLD=0 (the combine kernel even where pass 1 could fold
-// the splits), kWide ("autow") SAMEBITS_DECODE_FOLD=16 (folds of up to 16
-// splits); without either the fold setting is the one the run started with.
+// SAMEBITS_DECODE_FOLD=0 (the combine kernel even where pass 1 would fold
+// the splits), kForce ("autof") SAMEBITS_DECODE_FOLD=force (the fold
+// wherever its clusters fit, also at the suite's small grids); without
+// either the fold setting is the one the run started with.
 constexpr int kAuto = 100;
 constexpr int kCombine = 1000;
-constexpr int kWide = 2000;
+constexpr int kForce = 2000;
 const char* g_fold_env = nullptr;  // SAMEBITS_DECODE_FOLD at start (main)
 void set_variant(int v) {
   if (v == -2) return;
@@ -58,8 +59,8 @@ void set_variant(int v) {
     unsetenv("SAMEBITS_DECODE_VARIANT");
     return;
   }
-  if (v >= kWide)
-    setenv("SAMEBITS_DECODE_FOLD", "16", 1);
+  if (v >= kForce)
+    setenv("SAMEBITS_DECODE_FOLD", "force", 1);
   else if (v >= kCombine)
     setenv("SAMEBITS_DECODE_FOLD", "0", 1);
   else if (g_fold_env)
@@ -75,14 +76,14 @@ void set_variant(int v) {
 }
 std::string variant_name(int v) {
   if (v < 0) return "env";
-  const std::string suffix = v >= kWide ? "w" : v >= kCombine ? "c" : "";
+  const std::string suffix = v >= kForce ? "f" : v >= kCombine ? "c" : "";
   v %= kCombine;
   return (v == kAuto ? std::string("auto") : "v" + std::to_string(v)) + suffix;
 }
 int parse_variant(std::string v) {
   int flag = 0;
-  if (!v.empty() && (v.back() == 'c' || v.back() == 'w')) {
-    flag = v.back() == 'c' ? kCombine : kWide;
+  if (!v.empty() && (v.back() == 'c' || v.back() == 'f')) {
+    flag = v.back() == 'c' ? kCombine : kForce;
     v.pop_back();
   }
   return (v == "auto" ? kAuto : std::atoi(v.c_str())) + flag;

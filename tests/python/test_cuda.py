@@ -137,13 +137,17 @@ def test_decode_schedules_equal_forward_row(monkeypatch, variant):
 
 
 def test_decode_fold_in_pass_one_equals_combine(monkeypatch):
-    # a cache of 2-16 splits: the splits folded inside pass 1 (a cluster per
-    # KV head, SAMEBITS_DECODE_FOLD unset or 16) give the bits of the combine
-    # kernel (0) and of the forward row, alone and inside a batch whose long
-    # neighbour (12 splits) sends the whole batch to the combine; flipping
-    # the sign bit of one visible key in the row's last split changes it
+    # a cache of 3 and 7 splits: the splits folded inside pass 1 (a cluster
+    # per KV head; main's schedule and SAMEBITS_DECODE_FOLD=force, as the
+    # default rule spreads grids this small over clusters of 8 and folds only
+    # grids of 32 clusters or more) give the bits of the combine
+    # kernel (0), of the default, and of the forward row, alone and inside a
+    # batch whose long neighbour (12 splits) sends the whole batch to the
+    # combine; flipping the sign bit of one visible key in the row's last
+    # split changes the folded output
     page, hk, g = 64, 2, 8
-    for L, t in ((2600, 2399), (9300, 9111)):
+    monkeypatch.setenv("SAMEBITS_DECODE_VARIANT", "0")
+    for L, t in ((2600, 2399), (7000, 6811)):
         q, k, v = _qkv(1, L, hk * g, hk, 128, seed=L)
         prefill = _call(samebits.attention, q, k, v, causal=True)
         pages = torch.randperm(L // page + 8, device="cuda", dtype=torch.int32)
@@ -156,12 +160,12 @@ def test_decode_fold_in_pass_one_equals_combine(monkeypatch):
         lens = torch.tensor([t], dtype=torch.int32, device="cuda")
         new = (k[:, t:t + 1], v[:, t:t + 1])
         outs = {}
-        for fold in ("", "0", "16"):
+        for fold in ("force", "0", ""):
             monkeypatch.setenv("SAMEBITS_DECODE_FOLD", fold)
             outs[fold] = _call(samebits.attention_with_kvcache, q[:, t:t + 1], kc, vc, *new, cache_seqlens=lens,
                                block_table=table, causal=True, return_lse=True)
             assert torch.equal(outs[fold][0][0, 0], prefill[0, t]), fold
-            assert all(torch.equal(a, b) for a, b in zip(outs[fold], outs[""])), fold
+            assert all(torch.equal(a, b) for a, b in zip(outs[fold], outs["force"])), fold
         monkeypatch.delenv("SAMEBITS_DECODE_FOLD")
         # inside a batch with a 12-split neighbour (its own pages, NaN elsewhere)
         L2 = 12 * 1024 - 100
@@ -182,13 +186,15 @@ def test_decode_fold_in_pass_one_equals_combine(monkeypatch):
         lensb = torch.tensor([t, L2 - 1], dtype=torch.int32, device="cuda")
         batched = _call(samebits.attention_with_kvcache, qb, kcb, vcb, *nb, cache_seqlens=lensb, block_table=tb,
                         causal=True, return_lse=True)
-        assert torch.equal(batched[0][0], outs[""][0][0]) and torch.equal(batched[1][0], outs[""][1][0])
-        # negative control: one visible key of the last split, sign flipped
+        assert torch.equal(batched[0][0], outs["force"][0][0]) and torch.equal(batched[1][0], outs["force"][1][0])
+        # negative control: one visible key of the last split, sign flipped, folded
         key = (t // 1024) * 1024 + 5
         kc.view(torch.int16)[table[0, key // page].long(), key % page, 1, 3] ^= -32768
+        monkeypatch.setenv("SAMEBITS_DECODE_FOLD", "force")
         flipped = samebits.attention_with_kvcache(q[:, t:t + 1], kc, vc, *new, cache_seqlens=lens, block_table=table,
                                                   causal=True)
-        assert not torch.equal(flipped, outs[""][0])
+        monkeypatch.delenv("SAMEBITS_DECODE_FOLD")
+        assert not torch.equal(flipped, outs["force"][0])
 
 
 def test_backward_runs_and_is_deterministic():
