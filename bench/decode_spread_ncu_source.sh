@@ -1,19 +1,20 @@
 #!/usr/bin/env bash
 # ncu stall sampling per SASS instruction of the spread decode kernel
-# (variant 8) at batch 1 x 1k (the C bench's first shape): where a CTA's
-# ~10 us go. Prints the top instructions by samples and the warp-state
+# (variant 8) at batch 1 x 1k (the C bench's first shape; MAXTOK and SKIP
+# pick another launch: the C bench runs 1 x 1k, 2k, 4k, ... up to MAXTOK
+# tokens, five launches a shape with --reps 3): where a CTA's ~10 us go. Prints the top instructions by samples and the warp-state
 # breakdown. CARRY holds libsamebits.so.xz and test_attention_decode_sm90.
 set -uo pipefail
-C=$PWD/${CARRY:-.carry/spread}
+C=$PWD/${CARRY:-.carry/fold}
 OUT=${OUT:-/tmp/out}
 python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" \
   "$C/libsamebits.so.xz" "$C/libsamebits.so"
 chmod +x "$C/test_attention_decode_sm90"
 export LD_LIBRARY_PATH=$C
 R=/tmp/spread_src
-timeout 200 ncu --cache-control all -k 'regex:spread' --launch-skip 2 --launch-count 1 \
+timeout 200 ncu --cache-control all -k 'regex:spread' --launch-skip ${SKIP:-2} --launch-count 1 \
   --warp-sampling-interval 0 --section SourceCounters --section WarpStateStats -o $R -f \
-  "$C/test_attention_decode_sm90" --bench --variants ${VARIANT:-8} --max-tokens 1024 --reps 3 > "$OUT/ncu.log" 2>&1
+  "$C/test_attention_decode_sm90" --bench --variants ${VARIANT:-8} --max-tokens ${MAXTOK:-1024} --reps 3 > "$OUT/ncu.log" 2>&1
 echo "ncu rc=$?"
 ncu --import $R.ncu-rep --page details --csv > /tmp/details.csv 2>&1
 ncu --import $R.ncu-rep --page source --csv --print-source sass > /tmp/source.csv 2>/dev/null
