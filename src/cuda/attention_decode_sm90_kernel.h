@@ -271,8 +271,9 @@ struct DecodeProducer {
   // the walk (keys n_first * Bn + q * box_rows ..) is held by lane q % 32
   // in page[q / 32]. One dependent table load in front of every block's K
   // and V issue set the producer's pace (~1,000 cycles each; clock64
-  // trace, docs/decode_design.md). Only boxes of whole blocks below lk
-  // (the TMA blocks) are read: no entry past the sequence is touched.
+  // trace, docs/decode_design.md). Only boxes of the TMA blocks are read
+  // (whole blocks below lk, and with kMma the boxes of the block ending
+  // past lk that start below it): no entry past the sequence is touched.
   static constexpr int kBlockBoxesMax = Cfg::kBlockN / 8;  // box_rows >= 8
   static constexpr int kWalkRegs = (Cfg::kSplit / 8 + 31) / 32;
   static_assert(kBlockBoxesMax <= 32, "a block's boxes fit one warp");
@@ -284,7 +285,9 @@ struct DecodeProducer {
     WalkPages wp;
     const int k_first = w.n_first * Cfg::kBlockN;
     const int tma_blocks = max(0, min(w.n_last + 1, w.lk / Cfg::kBlockN) - w.n_first);
-    const int boxes = p.block_table && p.use_tma ? tma_blocks * (Cfg::kBlockN / p.box_rows) : 0;
+    int boxes = p.block_table && p.use_tma ? tma_blocks * (Cfg::kBlockN / p.box_rows) : 0;
+    if (Cfg::kMma && p.block_table && p.use_tma && w.n_last >= w.n_first && (w.n_last + 1) * Cfg::kBlockN > w.lk)
+      boxes += partial_boxes(p, w.lk - w.n_last * Cfg::kBlockN);  // the walk's last block ends past lk
 #pragma unroll
     for (int r = 0; r < kWalkRegs; ++r) {
       const int q = lane + 32 * r;
@@ -295,20 +298,32 @@ struct DecodeProducer {
     return wp;
   }
 
-  // A whole block (every key < lk), block `it` of the walk, by TMA:
-  // Bn / box_rows boxes of box_rows slots (one page, or a piece of one),
+  // Boxes of a block ending past lk that hold a key below it (`keys` of
+  // them, 0 < keys < Bn).
+  __device__ static int partial_boxes(const AttentionDecodeParams& p, int keys) {
+    return (keys + p.box_rows - 1) / p.box_rows;
+  }
+
+  // Block `it` of the walk by TMA: a whole block (keys = Bn, every key < lk)
+  // is Bn / box_rows boxes of box_rows slots (one page, or a piece of one),
   // each box_rows * 128 bytes per 64-column chunk, at its row offset inside
   // the chunk. box_rows is a multiple of 8, so every box starts on a
   // swizzle atom. Lane j issues box j; lane 0 announces the bytes first.
+  // A block ending past lk (kMma only, keys = lk - k0 < Bn) gets the boxes
+  // that start below lk; the rest of the stage keeps what it held. Its
+  // rows past lk are never used as read: K's meet scores that the mask
+  // sets to -inf, V's are zeroed by the consumer before P V.
   __device__ static void load_block_tma(const AttentionDecodeParams& p, const CUtensorMap* map,
                                         uint8_t* dst, uint64_t* bar, int b, int hk, int k0, int it,
-                                        const WalkPages& wp, int lane) {
-    if (lane == 0) mbar_arrive_expect_tx(bar, Cfg::kKVBytes);
+                                        const WalkPages& wp, int lane, int keys = Cfg::kBlockN) {
+    const int boxes = keys == Cfg::kBlockN ? Cfg::kBlockN / p.box_rows : partial_boxes(p, keys);
+    if (lane == 0)
+      mbar_arrive_expect_tx(bar, keys == Cfg::kBlockN ? uint32_t(Cfg::kKVBytes)
+                                                      : uint32_t(boxes * p.box_rows * Cfg::kHeadDim * 2));
     __syncwarp();
-    const int boxes = Cfg::kBlockN / p.box_rows;
     int page = b, slot = k0 + lane * p.box_rows;  // a contiguous cache: one page per sequence
     if (p.block_table) {
-      const int q = it * boxes + lane;  // this lane's box of the walk
+      const int q = it * (Cfg::kBlockN / p.box_rows) + lane;  // this lane's box of the walk
 #pragma unroll
       for (int r = 0; r < kWalkRegs; ++r) {  // every lane shuffles: the warp stays converged
         const int v = __shfl_sync(0xffffffffu, wp.page[r], q % 32);
@@ -354,12 +369,16 @@ struct DecodeProducer {
     const int s = it % Cfg::kStages;
     const uint32_t parity = (it / Cfg::kStages) & 1;
     const int k0 = (w.n_first + it) * Cfg::kBlockN;
-    if (p.use_tma && k0 + Cfg::kBlockN <= w.lk) {
+    // kMma: the block ending past lk by TMA too (its consumer zeroes V's
+    // rows past lk); the wgmma consumer reads V through the async proxy
+    // and gets that block by hand, zero-filled.
+    const int keys = min(Cfg::kBlockN, w.lk - k0);
+    if (p.use_tma && (keys == Cfg::kBlockN || Cfg::kMma)) {
       mbar_wait(smem.k_empty(s), parity ^ 1);
-      load_block_tma(p, &p.tma_k, smem.k(s), smem.k_full(s), w.b, w.hk, k0, it, wp, lane);
+      load_block_tma(p, &p.tma_k, smem.k(s), smem.k_full(s), w.b, w.hk, k0, it, wp, lane, keys);
       if (lane == 0 && it < 16) SB_DECODE_TRACE(64 + it);
       mbar_wait(smem.v_empty(s), parity ^ 1);
-      load_block_tma(p, &p.tma_v, smem.v(s), smem.v_full(s), w.b, w.hk, k0, it, wp, lane);
+      load_block_tma(p, &p.tma_v, smem.v(s), smem.v_full(s), w.b, w.hk, k0, it, wp, lane, keys);
       if (lane == 0 && it < 16) SB_DECODE_TRACE(80 + it);
     } else {
       // K's and V's copies in flight together; each is signalled once its
