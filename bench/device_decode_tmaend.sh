@@ -8,7 +8,8 @@
 # schedule, test_cuda.py; then decode beside cuDNN / flash with every
 # sequence ending one key inside a block (bench_decode.py --graph --short 1),
 # this library (CARRY) and the one before (BEFORE) alternated, ROUNDS
-# rounds, and the kernel-only C bench --short 1 of both.
+# rounds, and the kernel-only C bench --short 1 of both (also with the wgmma
+# consumer forced, SAMEBITS_DECODE_MMA=0, which gets the same TMA block).
 set -uo pipefail
 CARRY=${CARRY:-.carry/tmaend}
 FINAL_OUT=${OUT:-/tmp/out}
@@ -30,6 +31,13 @@ if [ "${CHECKS:-1}" = 1 ]; then
   LD_LIBRARY_PATH=$C timeout 150 "$T" > "$OUT/decode_default.log" 2>&1
   sum+=("decode default full rc=$? $(count "$OUT/decode_default.log")")
   grep '^\[FAIL\]' "$OUT/decode_default.log" | head -5
+  SAMEBITS_DECODE_MMA=0 LD_LIBRARY_PATH=$C timeout 150 "$T" --quick --variants auto,0,4 > "$OUT/decode_quick_wgmma.log" 2>&1
+  sum+=("decode --quick, wgmma consumer (SAMEBITS_DECODE_MMA=0) auto,0,4 rc=$? $(count "$OUT/decode_quick_wgmma.log")")
+  grep '^\[FAIL\]' "$OUT/decode_quick_wgmma.log" | head -5
+  for tool in memcheck racecheck; do
+    SAMEBITS_DECODE_MMA=0 SAMEBITS_DECODE_VARIANT=0 LD_LIBRARY_PATH=$C timeout 150 compute-sanitizer --tool $tool "$T" --small > "$OUT/decode_${tool}_wgmma.log" 2>&1
+    sum+=("decode $tool --small (v0, wgmma consumer) rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/decode_${tool}_wgmma.log")")
+  done
   for tool in memcheck racecheck synccheck; do
     SAMEBITS_DECODE_VARIANT=0 LD_LIBRARY_PATH=$C timeout 150 compute-sanitizer --tool $tool "$T" --small > "$OUT/decode_$tool.log" 2>&1
     sum+=("decode $tool --small (v0) rc=$? $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$OUT/decode_$tool.log")")
@@ -50,6 +58,11 @@ for lib in new before; do
   L=$C; [ $lib = before ] && L=$B
   LD_LIBRARY_PATH=$L timeout 100 "$L/test_attention_decode_sm90" --bench --graph --short 1 --variants auto,0 --max-tokens 262144 > "$OUT/bench_c_$lib.md" 2>&1
   sum+=("C bench --short 1 $lib rc=$? $(tail -1 "$OUT/bench_c_$lib.md")")
+done
+for lib in new before; do
+  L=$C; [ $lib = before ] && L=$B
+  SAMEBITS_DECODE_MMA=0 LD_LIBRARY_PATH=$L timeout 100 "$L/test_attention_decode_sm90" --bench --graph --short 1 --variants auto --max-tokens 65536 > "$OUT/bench_c_wgmma_$lib.md" 2>&1
+  sum+=("C bench --short 1, wgmma consumer, $lib rc=$?")
 done
 printf '%s\n' "${sum[@]}" | tee "$OUT/summary.txt"
 for lib in new before; do f="$OUT/${lib}_r1/bench_decode_graph_short1.md"; [ -f "$f" ] && { echo "== $lib"; tail -n +3 "$f"; }; done

@@ -120,6 +120,22 @@ __device__ __forceinline__ bool decode_trace_cta() { return blockIdx.x == 0 && b
   } while (0)
 #endif
 
+// Rows [r0, Bn) of a K/V stage (every 64-column chunk) set to zero, by
+// `threads` threads (tid < threads). V's rows past lk of a block that came
+// by TMA hold what the cache holds there (NaN, say) or the stage's previous
+// block, and P V multiplies them by P = 0; zero keeps the products the hand
+// load's zero fill gave. The caller orders the stores before the readers
+// (a barrier; for wgmma, a proxy fence first).
+template <class Cfg>
+__device__ __forceinline__ void zero_stage_rows_from(uint8_t* stage, int r0, int tid, int threads) {
+  constexpr int kUnits = Cfg::kRowBytes / 16;  // 16-byte units of a chunk's row
+  const int units = (Cfg::kBlockN - r0) * kUnits;
+  for (int u = tid; u < Cfg::kChunks * units; u += threads) {
+    const int c = u / units, r = r0 + (u % units) / kUnits, x = u % kUnits;
+    *reinterpret_cast<uint4*>(stage + (c * Cfg::kBlockN + r) * Cfg::kRowBytes + x * 16) = make_uint4(0, 0, 0, 0);
+  }
+}
+
 // What one CTA of the split kernel computes; all threads derive the same.
 struct DecodeWork {
   int b, hk, tile, split;
@@ -271,9 +287,9 @@ struct DecodeProducer {
   // the walk (keys n_first * Bn + q * box_rows ..) is held by lane q % 32
   // in page[q / 32]. One dependent table load in front of every block's K
   // and V issue set the producer's pace (~1,000 cycles each; clock64
-  // trace, docs/decode_design.md). Only boxes of the TMA blocks are read
-  // (whole blocks below lk, and with kMma the boxes of the block ending
-  // past lk that start below it): no entry past the sequence is touched.
+  // trace, docs/decode_design.md). Only boxes that start below lk are read
+  // (those of whole blocks, and of the block ending past lk): no entry
+  // past the sequence is touched.
   static constexpr int kBlockBoxesMax = Cfg::kBlockN / 8;  // box_rows >= 8
   static constexpr int kWalkRegs = (Cfg::kSplit / 8 + 31) / 32;
   static_assert(kBlockBoxesMax <= 32, "a block's boxes fit one warp");
@@ -286,7 +302,7 @@ struct DecodeProducer {
     const int k_first = w.n_first * Cfg::kBlockN;
     const int tma_blocks = max(0, min(w.n_last + 1, w.lk / Cfg::kBlockN) - w.n_first);
     int boxes = p.block_table && p.use_tma ? tma_blocks * (Cfg::kBlockN / p.box_rows) : 0;
-    if (Cfg::kMma && p.block_table && p.use_tma && w.n_last >= w.n_first && (w.n_last + 1) * Cfg::kBlockN > w.lk)
+    if (p.block_table && p.use_tma && w.n_last >= w.n_first && (w.n_last + 1) * Cfg::kBlockN > w.lk)
       boxes += partial_boxes(p, w.lk - w.n_last * Cfg::kBlockN);  // the walk's last block ends past lk
 #pragma unroll
     for (int r = 0; r < kWalkRegs; ++r) {
@@ -309,10 +325,10 @@ struct DecodeProducer {
   // each box_rows * 128 bytes per 64-column chunk, at its row offset inside
   // the chunk. box_rows is a multiple of 8, so every box starts on a
   // swizzle atom. Lane j issues box j; lane 0 announces the bytes first.
-  // A block ending past lk (kMma only, keys = lk - k0 < Bn) gets the boxes
-  // that start below lk; the rest of the stage keeps what it held. Its
-  // rows past lk are never used as read: K's meet scores that the mask
-  // sets to -inf, V's are zeroed by the consumer before P V.
+  // A block ending past lk (keys = lk - k0 < Bn) gets the boxes that start
+  // below lk; the rest of the stage keeps what it held. Its rows past lk
+  // are never used as read: K's meet scores that the mask sets to -inf,
+  // V's are zeroed by the consumer before P V (zero_stage_rows_from).
   __device__ static void load_block_tma(const AttentionDecodeParams& p, const CUtensorMap* map,
                                         uint8_t* dst, uint64_t* bar, int b, int hk, int k0, int it,
                                         const WalkPages& wp, int lane, int keys = Cfg::kBlockN) {
@@ -369,11 +385,10 @@ struct DecodeProducer {
     const int s = it % Cfg::kStages;
     const uint32_t parity = (it / Cfg::kStages) & 1;
     const int k0 = (w.n_first + it) * Cfg::kBlockN;
-    // kMma: the block ending past lk by TMA too (its consumer zeroes V's
-    // rows past lk); the wgmma consumer reads V through the async proxy
-    // and gets that block by hand, zero-filled.
+    // The block ending past lk by TMA too (keys < Bn): its consumer zeroes
+    // V's rows past lk before P V.
     const int keys = min(Cfg::kBlockN, w.lk - k0);
-    if (p.use_tma && (keys == Cfg::kBlockN || Cfg::kMma)) {
+    if (p.use_tma) {
       mbar_wait(smem.k_empty(s), parity ^ 1);
       load_block_tma(p, &p.tma_k, smem.k(s), smem.k_full(s), w.b, w.hk, k0, it, wp, lane, keys);
       if (lane == 0 && it < 16) SB_DECODE_TRACE(64 + it);
@@ -521,7 +536,7 @@ struct DecodeConsumer {
     st.reset();
     const uint32_t q_addr = smem_addr(smem.q());
     mbar_wait(smem.q_full(), 0);
-    walk_serial(w, smem, vis, score, plain, lo, hi, q_addr, lane, q4, st);
+    walk_serial(w, smem, vis, score, plain, lo, hi, q_addr, lane, q4, p.use_tma != 0, st);
 
     // The rows' identities, derived again here rather than held in
     // registers across the walk.
@@ -600,10 +615,14 @@ struct DecodeConsumer {
 
   // Main's walk: per block, S = Q K^T, softmax step, P V, each waited for
   // before the next starts.
+  // Named barrier of the consumer warpgroup (the zeroed V rows of the
+  // block ending past lk before its P V).
+  static constexpr uint32_t kZeroBarrier = 1;
+
   __device__ static void walk_serial(const DecodeWork& w, const DecodeSmem<Cfg>& smem,
                                      const Visibility& vis, const ScoreMod& score,
                                      const ScoreMod& plain, const int (&lo)[2], const int (&hi)[2],
-                                     uint32_t q_addr, int lane, int q4, SplitState<Cfg>& st) {
+                                     uint32_t q_addr, int lane, int q4, bool tma, SplitState<Cfg>& st) {
     float sacc[C::kSRegs];
     uint32_t pf[kBn / 16][4];
     float alpha[2];
@@ -629,6 +648,11 @@ struct DecodeConsumer {
 
       // gemm P_n * V_n -> O (accumulating)
       mbar_wait(smem.v_full(s), parity);
+      if (tma && k0 + kBn > w.lk) {  // CTA-uniform: the block ending past lk came by TMA
+        zero_stage_rows_from<Cfg>(smem.v(s), w.lk - k0, threadIdx.x, Cfg::kConsumerThreads);
+        fence_proxy_async_smem();  // the zeros, toward wgmma's async-proxy reads
+        named_barrier_sync(kZeroBarrier, Cfg::kConsumerThreads);
+      }
       C::issue_pv(st.acc, pf, smem_addr(smem.v(s)));
       wgmma_wait<0>();
 #pragma unroll

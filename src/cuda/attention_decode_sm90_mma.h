@@ -167,21 +167,6 @@ struct DecodeMmaConsumer {
     }
   }
 
-  // Rows [r0, Bn) of a K/V stage (every 64-column chunk) set to zero: V's
-  // rows past lk of a block that came by TMA hold what the cache holds
-  // there (NaN, say) or the stage's previous block, and P V multiplies
-  // them by P = 0; zero keeps the products the hand load's zero fill gave.
-  // The consumer's 128 threads; the caller's barrier orders the stores
-  // before every warp's reads.
-  __device__ static void zero_rows_from(uint8_t* stage, int r0, int tid) {
-    constexpr int kUnits = Cfg::kRowBytes / 16;  // 16-byte units of a chunk's row
-    const int units = (kBn - r0) * kUnits;
-    for (int u = tid; u < Cfg::kChunks * units; u += kThreads) {
-      const int c = u / units, r = r0 + (u % units) / kUnits, x = u % kUnits;
-      *reinterpret_cast<uint4*>(stage + (c * kBn + r) * Cfg::kRowBytes + x * 16) = make_uint4(0, 0, 0, 0);
-    }
-  }
-
   // Q's A fragments: k step ks is 16 rows x columns 16 ks .. 16 ks + 15.
   __device__ static void load_q(uint32_t (&qa)[kQK][4], uint32_t q_addr, int lane) {
     const int row = lane % 8 + ((lane / 8) % 2) * 8, col = (lane / 16) * 8;
@@ -395,7 +380,7 @@ struct DecodeMmaConsumer {
       mbar_wait(smem.v_full(s), parity);
       if (tid == 0 && it < 12) SB_DECODE_TRACE(5 + 5 * it);
       if (p.use_tma && k0 + kBn > w.lk) {  // CTA-uniform: the block ending past lk came by TMA
-        zero_rows_from(smem.v(s), w.lk - k0, tid);
+        zero_stage_rows_from<Cfg>(smem.v(s), w.lk - k0, tid, kThreads);
         named_barrier_sync(kBarrier, kThreads);
       }
       {
