@@ -12,6 +12,8 @@
 # SDPA (bench_decode.py --graph) with SAMEBITS_DECODE_FOLD unset, 0 and force,
 # alternated, ROUNDS rounds; the Python
 # decode tests. CARRY holds libsamebits.so.xz and test_attention_decode_sm90.
+# QV: the --quick suite's schedules (default auto,0c,0f), SV: the schedule
+# of the sanitizer runs (default 0).
 # STAGE=a: the --quick suite, the C bench and ROUNDS rounds of the peers;
 # STAGE=b: the full suite, the sanitizers, the Python tests and ROUNDS
 # rounds of the peers; STAGE=p: only the peers; unset: everything (over ten
@@ -35,19 +37,19 @@ STAGE=${STAGE:-all}
 # The most resident clusters of n CTAs for pass 1's size at d 128 (mma, main).
 [ -x "$C/cluster_occupancy" ] && "$C/cluster_occupancy" 160 215144 > "$OUT/cluster_occupancy.txt" 2>&1 && cat "$OUT/cluster_occupancy.txt"
 if [ "$STAGE" = all ] || [ "$STAGE" = a ]; then
-  timeout 150 "$T" --quick --variants auto,0c,0f > "$OUT/decode_quick_both.log" 2>&1
-  sum+=("decode --quick auto,0c,0f rc=$? $(count "$OUT/decode_quick_both.log") $(tail -1 "$OUT/decode_quick_both.log")")
+  timeout 150 "$T" --quick --variants ${QV:-auto,0c,0f} > "$OUT/decode_quick_both.log" 2>&1
+  sum+=("decode --quick ${QV:-auto,0c,0f} rc=$? $(count "$OUT/decode_quick_both.log") $(tail -1 "$OUT/decode_quick_both.log")")
   grep '^\[FAIL\]' "$OUT/decode_quick_both.log" | head -5
 fi
 if [ "$STAGE" = all ] || [ "$STAGE" = b ]; then
   timeout 150 "$T" > "$OUT/decode_default.log" 2>&1
   sum+=("decode default full rc=$? $(count "$OUT/decode_default.log") $(tail -1 "$OUT/decode_default.log")")
   grep '^\[FAIL\]' "$OUT/decode_default.log" | head -5
-  SAMEBITS_DECODE_VARIANT=0 SAMEBITS_DECODE_FOLD=force timeout 120 compute-sanitizer --tool memcheck "$T" --small > "$OUT/decode_mem.log" 2>&1
+  SAMEBITS_DECODE_VARIANT=${SV:-0} SAMEBITS_DECODE_FOLD=force timeout 120 compute-sanitizer --tool memcheck "$T" --small > "$OUT/decode_mem.log" 2>&1
   sum+=("decode memcheck --small rc=$? $(grep 'ERROR SUMMARY' "$OUT/decode_mem.log")")
-  SAMEBITS_DECODE_VARIANT=0 SAMEBITS_DECODE_FOLD=force timeout 150 compute-sanitizer --tool racecheck "$T" --small > "$OUT/decode_race.log" 2>&1
+  SAMEBITS_DECODE_VARIANT=${SV:-0} SAMEBITS_DECODE_FOLD=force timeout 150 compute-sanitizer --tool racecheck "$T" --small > "$OUT/decode_race.log" 2>&1
   sum+=("decode racecheck --small rc=$? $(grep 'RACECHECK SUMMARY' "$OUT/decode_race.log")")
-  SAMEBITS_DECODE_VARIANT=0 SAMEBITS_DECODE_FOLD=force timeout 120 compute-sanitizer --tool synccheck "$T" --small > "$OUT/decode_sync.log" 2>&1
+  SAMEBITS_DECODE_VARIANT=${SV:-0} SAMEBITS_DECODE_FOLD=force timeout 120 compute-sanitizer --tool synccheck "$T" --small > "$OUT/decode_sync.log" 2>&1
   sum+=("decode synccheck --small rc=$? $(grep 'ERROR SUMMARY' "$OUT/decode_sync.log")")
 fi
 if [ "$STAGE" = all ] || [ "$STAGE" = a ]; then

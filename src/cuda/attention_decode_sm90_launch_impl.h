@@ -235,11 +235,15 @@ sb_status launch_attention_decode(const AttentionDecodeParams& params, int varia
     st = launch_spread<DecodeConfig<D, kBf16, kDecodeMain, true>, D <= 128 ? 4 : 8>(params, stream, &spread);
   if (st != SB_OK) return st;
   if (!spread) {  // the one-CTA schedules (also where no cluster fits)
-    // Main's mma schedule of 2 to 8 splits may fold them inside pass 1 (no
+    // The mma schedules of 2 to 8 splits may fold them inside pass 1 (no
     // combine; launch_fold says where).
-    if (variant != kDecodeTwoPerSmHeadMajor && mma && !params.direct_out) {
+    if (mma && !params.direct_out) {
       bool folded = false;
-      st = launch_fold<DecodeConfig<D, kBf16, kDecodeMain, true, true>>(params, stream, decode_fold_mode(), &folded);
+      st = variant == kDecodeTwoPerSmHeadMajor
+               ? launch_fold<DecodeConfig<D, kBf16, kDecodeTwoPerSmHeadMajor, true, true>>(params, stream,
+                                                                                             decode_fold_mode(), &folded)
+               : launch_fold<DecodeConfig<D, kBf16, kDecodeMain, true, true>>(params, stream, decode_fold_mode(),
+                                                                              &folded);
       if (st != SB_OK || folded) return st;
     }
     if (variant == kDecodeTwoPerSmHeadMajor)

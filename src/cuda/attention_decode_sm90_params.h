@@ -179,7 +179,9 @@ struct DecodeConfig {
   static constexpr int kVariant = kVariant_;
   static_assert(kVariant == kDecodeMain || kVariant == kDecodeTwoPerSmHeadMajor, "unknown decode variant");
   static constexpr bool kTwoPerSm = kVariant == kDecodeTwoPerSmHeadMajor && kHeadDim <= 128;
-  static constexpr bool kHeadMajor = kVariant == kDecodeTwoPerSmHeadMajor;
+  // (kFold_: the grid keeps a tile's splits next to each other, the
+  // cluster, whatever the schedule.)
+  static constexpr bool kHeadMajor = kVariant == kDecodeTwoPerSmHeadMajor && !kFold_;
   static constexpr bool kEarlyKv = kVariant != kDecodeMain;     // K/V of the first stages before Q
   static constexpr bool kDirectOut = decode_direct_out(kVariant, kHeadDim, kMma_);  // one-split rows by pass 1
   static constexpr int kCtasPerSm = kTwoPerSm ? 2 : 1;
@@ -197,9 +199,10 @@ struct DecodeConfig {
   // (2 to kFoldMaxSplits) form a cluster, each leaves its split's partial
   // in its own shared memory, and after a cluster barrier the cluster folds
   // them as the combine does and writes out and lse; no workspace traffic,
-  // no combine launch. Main's one-CTA schedule with the mma consumer only.
+  // no combine launch. The one-CTA schedules (0, 4) with the mma consumer;
+  // schedule 4's grid is then split-major like 0's.
   static constexpr bool kFold = kFold_;
-  static_assert(!kFold || (kMma && kVariant == kDecodeMain), "the fold runs in main's mma schedule");
+  static_assert(!kFold || kMma, "the fold runs with the mma consumer");
   // Arrivals that release a K or V stage: one per consumer warp after its
   // wgmma wait, or (kMma) every consumer thread after its ldmatrix reads.
   static constexpr int kEmptyArrivals = kMma ? kConsumerThreads : 4;
