@@ -613,12 +613,13 @@ struct DecodeConsumer {
     }
   }
 
-  // Main's walk: per block, S = Q K^T, softmax step, P V, each waited for
-  // before the next starts.
   // Named barrier of the consumer warpgroup (the zeroed V rows of the
   // block ending past lk before its P V).
   static constexpr uint32_t kZeroBarrier = 1;
 
+  // Main's walk: per block, S = Q K^T, softmax step, P V, each waited for
+  // before the next starts. tma: blocks come by TMA (p.use_tma), also the
+  // one ending past lk.
   __device__ static void walk_serial(const DecodeWork& w, const DecodeSmem<Cfg>& smem,
                                      const Visibility& vis, const ScoreMod& score,
                                      const ScoreMod& plain, const int (&lo)[2], const int (&hi)[2],

@@ -94,7 +94,7 @@ sb_status launch_spread(const AttentionDecodeParams& params, cudaStream_t stream
   return SB_OK;
 }
 
-// FREE. When main's mma schedule folds a tile's splits inside pass 1
+// FREE. When the mma schedules (0, 4) fold a tile's splits inside pass 1
 // (DecodeConfig::kFold) instead of launching the combine
 // (SAMEBITS_DECODE_FOLD, read on every call): unset or 1 = the rule of
 // launch_fold, 0 = never, `force` = wherever the clusters fit (for tests:
