@@ -45,6 +45,28 @@ sb_status launch_split(const AttentionDecodeParams& params, cudaStream_t stream)
   return SB_OK;
 }
 
+// A launch of `grid` CTAs in clusters of `cluster` CTAs along x
+// (cudaLaunchKernelEx). Holds the attribute its config points at: not
+// copied or moved.
+struct ClusterLaunch {
+  cudaLaunchConfig_t cfg{};
+  cudaLaunchAttribute attr[1];
+  ClusterLaunch(dim3 grid, int threads, size_t smem, cudaStream_t stream, unsigned cluster) {
+    cfg.gridDim = grid;
+    cfg.blockDim = dim3(static_cast<unsigned>(threads));
+    cfg.dynamicSmemBytes = smem;
+    cfg.stream = stream;
+    attr[0].id = cudaLaunchAttributeClusterDimension;
+    attr[0].val.clusterDim.x = cluster;
+    attr[0].val.clusterDim.y = 1;
+    attr[0].val.clusterDim.z = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+  }
+  ClusterLaunch(const ClusterLaunch&) = delete;
+  ClusterLaunch& operator=(const ClusterLaunch&) = delete;
+};
+
 // Pass 1 as clusters of kCluster CTAs (kDecodeSpread: 8, kDecodeSpread4:
 // 4; Cfg: the mma consumer's configuration). Grid (max_splits * kCluster,
 // tiles, batch * Hk). Sets *launched = false, launching nothing, where no
@@ -59,20 +81,11 @@ sb_status launch_spread(const AttentionDecodeParams& params, cudaStream_t stream
       err != cudaSuccess)
     return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: cudaFuncSetAttribute: ") +
                                    cudaGetErrorString(err));
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(params.max_splits * Spread::kCluster),
-                     static_cast<unsigned>(params.tiles_per_seq),
-                     static_cast<unsigned>(params.batch * params.num_heads_k));
-  cfg.blockDim = dim3(Spread::kThreads);
-  cfg.dynamicSmemBytes = Spread::kSmemBytes;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = Spread::kCluster;
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  const ClusterLaunch launch(dim3(static_cast<unsigned>(params.max_splits * Spread::kCluster),
+                                 static_cast<unsigned>(params.tiles_per_seq),
+                                 static_cast<unsigned>(params.batch * params.num_heads_k)),
+                            Spread::kThreads, Spread::kSmemBytes, stream, Spread::kCluster);
+  const cudaLaunchConfig_t& cfg = launch.cfg;
   // Whether one cluster fits, per device, asked once (0 unknown, 1 yes, 2 no).
   static std::atomic<int> fits[64];
   int dev = 0;
@@ -136,19 +149,10 @@ sb_status launch_fold(const AttentionDecodeParams& params, cudaStream_t stream, 
   if (cudaError_t err = opt_in_shared_memory<kernel>(Cfg::kSmemBytes, Cfg::kCtasPerSm > 1); err != cudaSuccess)
     return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: cudaFuncSetAttribute: ") +
                                    cudaGetErrorString(err));
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = dim3(static_cast<unsigned>(n), static_cast<unsigned>(params.tiles_per_seq),
-                     static_cast<unsigned>(params.batch * params.num_heads_k));
-  cfg.blockDim = dim3(Cfg::kThreads);
-  cfg.dynamicSmemBytes = Cfg::kSmemBytes;
-  cfg.stream = stream;
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = static_cast<unsigned>(n);
-  attr[0].val.clusterDim.y = 1;
-  attr[0].val.clusterDim.z = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  const ClusterLaunch launch(dim3(static_cast<unsigned>(n), static_cast<unsigned>(params.tiles_per_seq),
+                                 static_cast<unsigned>(params.batch * params.num_heads_k)),
+                            Cfg::kThreads, Cfg::kSmemBytes, stream, static_cast<unsigned>(n));
+  const cudaLaunchConfig_t& cfg = launch.cfg;
   // Clusters of n that can be resident at once, per device, asked once (0:
   // none, or the query failed; static storage starts at zero and false).
   static std::atomic<int> resident[64][kFoldMaxSplits + 1];

@@ -106,6 +106,20 @@ def test_decode_caller_workspace():
     assert torch.equal(captured[0, 0], prefill[0, t])
 
 
+def _scattered_cache(k, v, L, t, page):
+    """A paged cache of sequence 0's first t keys of k, v (1, L, Hk, D) on
+    pages in random order, NaN in every other slot: (pages, table, k_cache,
+    v_cache)."""
+    pages = torch.randperm(L // page + 8, device="cuda", dtype=torch.int32)
+    table = pages[: (L + page - 1) // page].view(1, -1).contiguous()
+    kc = torch.full((pages.numel(), page) + tuple(k.shape[2:]), float("nan"), dtype=k.dtype, device="cuda")
+    vc = kc.clone()
+    j = torch.arange(t, device="cuda")
+    kc[table[0, j // page].long(), j % page] = k[0, :t]
+    vc[table[0, j // page].long(), j % page] = v[0, :t]
+    return pages, table, kc, vc
+
+
 @pytest.mark.parametrize("variant", ["0", "4", "8", "9"])
 def test_decode_schedules_equal_forward_row(monkeypatch, variant):
     # every pass-1 schedule (8 and 9: one split on a cluster of CTAs) gives
@@ -118,13 +132,7 @@ def test_decode_schedules_equal_forward_row(monkeypatch, variant):
     for L, t in ((700, 613), (2600, 2399)):
         q, k, v = _qkv(1, L, 8, 1, 128, seed=L)
         prefill = _call(samebits.attention, q, k, v, causal=True)
-        pages = torch.randperm(L // page + 8, device="cuda", dtype=torch.int32)
-        table = pages[: (L + page - 1) // page].view(1, -1).contiguous()
-        kc = torch.full((pages.numel(), page, 1, 128), float("nan"), dtype=q.dtype, device="cuda")
-        vc = kc.clone()
-        j = torch.arange(t, device="cuda")
-        kc[table[0, j // page].long(), j % page] = k[0, :t]
-        vc[table[0, j // page].long(), j % page] = v[0, :t]
+        pages, table, kc, vc = _scattered_cache(k, v, L, t, page)
         lens = torch.tensor([t], dtype=torch.int32, device="cuda")
         new = (k[:, t:t + 1], v[:, t:t + 1])
         out = _call(samebits.attention_with_kvcache, q[:, t:t + 1], kc, vc, *new, cache_seqlens=lens,
@@ -150,13 +158,7 @@ def test_decode_fold_in_pass_one_equals_combine(monkeypatch):
     for L, t in ((2600, 2399), (7000, 6811)):
         q, k, v = _qkv(1, L, hk * g, hk, 128, seed=L)
         prefill = _call(samebits.attention, q, k, v, causal=True)
-        pages = torch.randperm(L // page + 8, device="cuda", dtype=torch.int32)
-        table = pages[: (L + page - 1) // page].view(1, -1).contiguous()
-        kc = torch.full((pages.numel(), page, hk, 128), float("nan"), dtype=q.dtype, device="cuda")
-        vc = kc.clone()
-        j = torch.arange(t, device="cuda")
-        kc[table[0, j // page].long(), j % page] = k[0, :t]
-        vc[table[0, j // page].long(), j % page] = v[0, :t]
+        pages, table, kc, vc = _scattered_cache(k, v, L, t, page)
         lens = torch.tensor([t], dtype=torch.int32, device="cuda")
         new = (k[:, t:t + 1], v[:, t:t + 1])
         outs = {}
