@@ -110,8 +110,9 @@ sb_status launch_spread(const AttentionDecodeParams& params, cudaStream_t stream
 // FREE. When the mma schedules (0, 4) fold a tile's splits inside pass 1
 // (DecodeConfig::kFold) instead of launching the combine
 // (SAMEBITS_DECODE_FOLD, read on every call): unset or 1 = the rule of
-// launch_fold, 0 = never, `force` = wherever the clusters fit (for tests:
-// the suite's grids are small). All give the same bits.
+// launch_fold, 0 = never, `force` = wherever a cluster of the size fits,
+// in as many waves as it takes (for tests: the suite's grids are small;
+// and to measure the rule). All give the same bits.
 enum class FoldMode { kOff, kRule, kForce };
 inline FoldMode decode_fold_mode() {
   const char* env = std::getenv("SAMEBITS_DECODE_FOLD");
@@ -133,10 +134,11 @@ constexpr int64_t kFoldMinClusters = 32;
 // Pass 1 with the fold inside (Cfg::kFold): grid (max_splits, tiles,
 // batch * Hk) in clusters of (max_splits, 1, 1), so a cluster is one tile's
 // splits, 2 to kFoldMaxSplits of them. Sets *launched = false, launching
-// nothing, where the rule does not fold or where the grid's clusters cannot
-// all be resident at once on this device (the most resident clusters of n
-// CTAs asked once per device and n): the caller then runs pass 1 and the
-// combine, which give the same bits.
+// nothing, where the rule does not fold: fewer than kFoldMinClusters
+// clusters, or more than can be resident at once on this device (the most
+// resident clusters of n CTAs asked once per device and n); or where no
+// such cluster fits at all. The caller then runs pass 1 and the combine,
+// which give the same bits.
 template <class Cfg>
 sb_status launch_fold(const AttentionDecodeParams& params, cudaStream_t stream, FoldMode mode, bool* launched) {
   *launched = false;
@@ -174,7 +176,8 @@ sb_status launch_fold(const AttentionDecodeParams& params, cudaStream_t stream, 
   // Every cluster resident at once: 4 x 4k (32 clusters of 4, 30 resident
   // on an H100) ran 10-20 % slower folded than with the combine, as if the
   // last clusters waited for a second wave.
-  if (clusters > resident[dev][n].load(std::memory_order_relaxed)) return SB_OK;
+  const int fit = resident[dev][n].load(std::memory_order_relaxed);
+  if (fit <= 0 || (mode == FoldMode::kRule && clusters > fit)) return SB_OK;
   if (cudaError_t err = cudaLaunchKernelEx(&cfg, kernel, params); err != cudaSuccess)
     return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: split kernel launch (fold): ") +
                                    cudaGetErrorString(err));
