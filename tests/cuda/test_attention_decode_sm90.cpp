@@ -769,8 +769,9 @@ void caller_workspace(const Shape& s, uint64_t seed) {
 // Kernel-only timing of the attention call (sb_attention_forward_ws with a
 // caller workspace of the one-pass size: no append, no allocation, no
 // workspace query), for every schedule in --variants, at batch 1..256 x
-// context 1k..128k (1k, 2k, 4k, 8k, 16k, ...) (batch x context <= 8M tokens), 64 query heads over 8
-// KV heads, d128, bf16, page 64 with the pages scattered.
+// context 1k, 2k, 4k, 8k, 16k, ..., 128k (batch x context <= 8M tokens),
+// 64 query heads over 8 KV heads, d128, bf16, page 64 with the pages
+// scattered.
 // Method (one CUDA stream): per repetition and variant, a 256 MiB memset
 // that flushes L2, an event, the call (or, with --graph, the replay of a
 // CUDA graph that captured the call, so host launch cost is not timed),
