@@ -67,6 +67,31 @@ struct ClusterLaunch {
   ClusterLaunch& operator=(const ClusterLaunch&) = delete;
 };
 
+// The most clusters of `cfg` (clusters of `n` <= 8 CTAs along x) of
+// `kernel` that can be resident at once on the current device
+// (cudaOccupancyMaxActiveClusters), asked once per device and n; 0 where
+// none fits or a query fails.
+template <auto kernel>
+int resident_clusters(const cudaLaunchConfig_t& cfg, int n) {
+  static std::atomic<int> known[64][9];  // the answer + 1; 0: not asked yet
+  int dev = 0;
+  if (n < 1 || n > 8 || cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
+    cudaGetLastError();
+    return 0;
+  }
+  int v = known[dev][n].load(std::memory_order_relaxed);
+  if (v == 0) {
+    int clusters = 0;
+    if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
+      cudaGetLastError();  // clears only this query's error
+      clusters = 0;
+    }
+    v = clusters + 1;
+    known[dev][n].store(v, std::memory_order_relaxed);
+  }
+  return v - 1;
+}
+
 // Pass 1 as clusters of kCluster CTAs (kDecodeSpread: 8, kDecodeSpread4:
 // 4; Cfg: the mma consumer's configuration). Grid (max_splits * kCluster,
 // tiles, batch * Hk). Sets *launched = false, launching nothing, where no
@@ -86,20 +111,7 @@ sb_status launch_spread(const AttentionDecodeParams& params, cudaStream_t stream
                                  static_cast<unsigned>(params.batch * params.num_heads_k)),
                             Spread::kThreads, Spread::kSmemBytes, stream, Spread::kCluster);
   const cudaLaunchConfig_t& cfg = launch.cfg;
-  // Whether one cluster fits, per device, asked once (0 unknown, 1 yes, 2 no).
-  static std::atomic<int> fits[64];
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
-    cudaGetLastError();
-    return SB_OK;
-  }
-  if (fits[dev].load(std::memory_order_relaxed) == 0) {
-    int clusters = 0;
-    const bool ok = cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) == cudaSuccess && clusters > 0;
-    if (!ok) cudaGetLastError();  // clears only this query's error
-    fits[dev].store(ok ? 1 : 2, std::memory_order_relaxed);
-  }
-  if (fits[dev].load(std::memory_order_relaxed) != 1) return SB_OK;
+  if (resident_clusters<kernel>(cfg, Spread::kCluster) <= 0) return SB_OK;
   if (cudaError_t err = cudaLaunchKernelEx(&cfg, kernel, params); err != cudaSuccess)
     return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: spread kernel launch: ") +
                                    cudaGetErrorString(err));
@@ -143,6 +155,7 @@ template <class Cfg>
 sb_status launch_fold(const AttentionDecodeParams& params, cudaStream_t stream, FoldMode mode, bool* launched) {
   *launched = false;
   static_assert(Cfg::kFold && !Cfg::kHeadMajor, "clusters along x are one tile's splits");
+  static_assert(kFoldMaxSplits <= 8, "portable clusters (resident_clusters)");
   const int n = params.max_splits;
   const int64_t clusters = static_cast<int64_t>(params.tiles_per_seq) * params.batch * params.num_heads_k;
   if (mode == FoldMode::kOff || n < 2 || n > kFoldMaxSplits) return SB_OK;
@@ -155,28 +168,10 @@ sb_status launch_fold(const AttentionDecodeParams& params, cudaStream_t stream, 
                                  static_cast<unsigned>(params.batch * params.num_heads_k)),
                             Cfg::kThreads, Cfg::kSmemBytes, stream, static_cast<unsigned>(n));
   const cudaLaunchConfig_t& cfg = launch.cfg;
-  // Clusters of n that can be resident at once, per device, asked once (0:
-  // none, or the query failed; static storage starts at zero and false).
-  static std::atomic<int> resident[64][kFoldMaxSplits + 1];
-  static std::atomic<bool> asked[64][kFoldMaxSplits + 1];
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
-    cudaGetLastError();
-    return SB_OK;
-  }
-  if (!asked[dev][n].load(std::memory_order_acquire)) {
-    int fit = 0;
-    if (cudaOccupancyMaxActiveClusters(&fit, kernel, &cfg) != cudaSuccess) {
-      cudaGetLastError();  // clears only this query's error
-      fit = 0;
-    }
-    resident[dev][n].store(fit, std::memory_order_relaxed);
-    asked[dev][n].store(true, std::memory_order_release);
-  }
-  // Every cluster resident at once: 4 x 4k (32 clusters of 4, 30 resident
-  // on an H100) ran 10-20 % slower folded than with the combine, as if the
-  // last clusters waited for a second wave.
-  const int fit = resident[dev][n].load(std::memory_order_relaxed);
+  // Every cluster resident at once (the rule): 4 x 4k (32 clusters of 4,
+  // 30 resident on an H100) ran 10-20 % slower folded than with the
+  // combine, as if the last clusters waited for a second wave.
+  const int fit = resident_clusters<kernel>(cfg, n);
   if (fit <= 0 || (mode == FoldMode::kRule && clusters > fit)) return SB_OK;
   if (cudaError_t err = cudaLaunchKernelEx(&cfg, kernel, params); err != cudaSuccess)
     return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: split kernel launch (fold): ") +
