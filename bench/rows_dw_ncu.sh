@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # ncu of the RMSNorm backward kernels (dx alone; dx + dw fused, its fold) at
-# M = 4096 and 16384, N = 4096 bf16: throughput, warp states, and stall
+# M = 4096 and 16384, N = 4096 bf16: throughput, warp states, DRAM and L2 bytes, and stall
 # sampling per SASS instruction of the fused kernel. Writes $OUT/ncu_summary.txt.
 # usage: CARRY=.carry/dwf bash bench/rows_dw_ncu.sh
 set -uo pipefail
@@ -10,10 +10,13 @@ NCU=$(command -v ncu || ls /usr/local/cuda*/bin/ncu /opt/nvidia/nsight-compute/*
 R=/tmp/rows_dw
 timeout 400 "$NCU" --clock-control none --cache-control all -k 'regex:rmsnorm_(bwd|dw)' \
   --section SpeedOfLight --section MemoryWorkloadAnalysis --section WarpStateStats --section SchedulerStats \
-  --section Occupancy --section LaunchStats --section SourceCounters -o $R -f \
+  --section Occupancy --section LaunchStats --section SourceCounters \
+  --metrics dram__bytes_read.sum,dram__bytes_write.sum,lts__t_sectors_op_read.sum,lts__t_sectors_op_write.sum,sm__cycles_active.avg \
+  -o $R -f \
   python3 bench/rows_dw_ncu_driver.py > "$OUT/ncu.log" 2>&1
 echo "ncu rc=$?"
 "$NCU" --import $R.ncu-rep --page details --csv > /tmp/details.csv 2>&1
+xz -c /tmp/details.csv > "$OUT/details.csv.xz"
 "$NCU" --import $R.ncu-rep --page source --csv --print-source sass > /tmp/source.csv 2>/dev/null
 python3 - /tmp/details.csv /tmp/source.csv "$OUT/ncu_summary.txt" <<'PY'
 import csv, io, sys
@@ -21,7 +24,8 @@ det, src, out = sys.argv[1:4]
 keep = ("Duration", "DRAM Throughput", "Memory Throughput", "L2 Hit Rate", "L1/TEX Hit Rate", "Compute (SM) Throughput",
         "Issued Warp Per Scheduler", "No Eligible", "Active Warps Per Scheduler", "Eligible Warps Per Scheduler",
         "Warp Cycles Per Issued Instruction", "Achieved Occupancy", "Registers Per Thread", "Grid Size",
-        "Stall", "Mem Busy", "Max Bandwidth", "Executed Ipc Active")
+        "Stall", "Mem Busy", "Max Bandwidth", "Executed Ipc Active", "dram__bytes", "lts__t_sectors",
+        "sm__cycles_active")
 with open(out, "w") as f:
     rows = list(csv.reader(open(det, errors="replace")))
     head = rows[0] if rows else []

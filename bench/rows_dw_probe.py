@@ -1,5 +1,5 @@
-"""RMSNorm backward with dw (bf16, N = 4096) timed two ways, beside a copy of
-x and the dx-only backward, for each dw launch the library has:
+"""RMSNorm backward with dw (bf16, N = 4096 or --ns) timed two ways, beside a
+copy of x and the dx-only backward, for each dw launch the library has:
 
 - clean: one CUDA-graph replay of one call after an L2 flush that leaves
   clean lines (a 256 MiB write, then a 256 MiB read), median of --reps;
@@ -31,12 +31,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", required=True)
     ap.add_argument("--ms", default="4096,8192,16384,32768")
+    ap.add_argument("--ns", default="4096", help="columns, comma-separated")
     ap.add_argument("--reps", type=int, default=15)
     args = ap.parse_args()
     flush = Flush("read")
     rows, fails = [], []
-    for M in (int(v) for v in args.ms.split(",")):
-        N = 4096
+    shapes = [(int(m), int(n)) for n in args.ns.split(",") for m in args.ms.split(",")]
+    for M, N in shapes:
         g = torch.Generator(device="cuda").manual_seed(M)
         x = torch.randn(M, N, device="cuda", dtype=torch.bfloat16, generator=g)
         dy = torch.randn(M, N, device="cuda", dtype=torch.bfloat16, generator=g)
@@ -74,7 +75,7 @@ def main():
                 k_bytes = 2 if k == "copy" else 3
                 frac = (k_bytes / us) / (2 / med["copy"])
                 rows.append({"M": M, "N": N, "mode": mode, "call": k, "us": us, "frac_of_copy": frac})
-            print(f"M={M:6d} {mode:5s} " + "  ".join(f"{k} {med[k]:7.1f} us ({(2 if k == 'copy' else 3) / med[k] / (2 / med['copy']):.3f})"
+            print(f"M={M:6d} N={N:5d} {mode:5s} " + "  ".join(f"{k} {med[k]:7.1f} us ({(2 if k == 'copy' else 3) / med[k] / (2 / med['copy']):.3f})"
                                                    for k in med), flush=True)
     json.dump({"rows": rows, "fails": fails, "gpu": torch.cuda.get_device_name()}, open(args.out, "w"), indent=0)
     print("FAILS:", fails)

@@ -475,15 +475,22 @@ def test_gemm_unknown_tile_entry_is_an_error(monkeypatch):
 
 
 # RMSNorm dx + dw: the fused kernel with the fold inline (a cooperative
-# launch, where every 32-row chunk has a resident CTA: M = 3000, 4096, 4097
-# on an H100 or H200), the fused kernel with the fold kernel
+# launch, where every 32-row chunk has a resident CTA: M = 3000, 4096, 4097,
+# 4100 on an H100 or H200), the fused kernel with the fold kernel
 # (SAMEBITS_RMSNORM_DW_FOLD=kernel; the default above the resident CTAs: M =
 # 5000, 40000) and the split kernels must give the same bits; 40000 folds
-# over 10 rounds. Also under CUDA-graph replay. Negative control: one changed
-# dy element changes dw and only its own row of dx.
+# over 10 rounds; 16384 columns re-read the stage after the row sum, 3000
+# columns leave the last slot of a row part-empty. Also under CUDA-graph
+# replay. Negative control: one changed dy element changes dw and only its
+# own row of dx.
+DW_LAUNCHES = ({"SAMEBITS_RMSNORM_DW_FOLD": "kernel"}, {"SAMEBITS_RMSNORM_DW_PATH": "split"})
+
+
 @pytest.mark.parametrize("M,N,dtype,wdtype", [(4096, 4096, torch.bfloat16, torch.bfloat16),
                                               (3000, 8192, torch.bfloat16, torch.bfloat16),
                                               (4097, 2048, torch.float16, torch.float16),
+                                              (4096, 16384, torch.bfloat16, torch.bfloat16),
+                                              (4100, 3000, torch.bfloat16, torch.bfloat16),
                                               (5000, 4096, torch.bfloat16, torch.bfloat16),
                                               (40000, 1024, torch.bfloat16, torch.float32)])
 def test_rmsnorm_dw_inline_fold_equals_fold_kernel_and_split(M, N, dtype, wdtype, monkeypatch):
@@ -494,15 +501,17 @@ def test_rmsnorm_dw_inline_fold_equals_fold_kernel_and_split(M, N, dtype, wdtype
     dy = torch.randn(M, N, generator=g).to(dtype).cuda()
     w = (1 + torch.randn(N, generator=g) / 4).to(wdtype).cuda()
     rstd = D._rmsnorm_fwd_impl(x, None, w, 1e-6)[2]
-    monkeypatch.delenv("SAMEBITS_RMSNORM_DW_FOLD", raising=False)
-    monkeypatch.delenv("SAMEBITS_RMSNORM_DW_PATH", raising=False)
+    for var in ("SAMEBITS_RMSNORM_DW_FOLD", "SAMEBITS_RMSNORM_DW_PATH"):
+        monkeypatch.delenv(var, raising=False)
     dx, dw = D._rms_norm_bwd_op(dy, x, w, rstd, True)
-    for var, val in (("SAMEBITS_RMSNORM_DW_FOLD", "kernel"), ("SAMEBITS_RMSNORM_DW_PATH", "split")):
-        monkeypatch.setenv(var, val)
+    for env in DW_LAUNCHES:
+        for var, val in env.items():
+            monkeypatch.setenv(var, val)
         dx2, dw2 = D._rms_norm_bwd_op(dy, x, w, rstd, True)
-        monkeypatch.delenv(var)
-        assert torch.equal(dx2, dx), (var, val)
-        assert torch.equal(dw2, dw), (var, val)
+        for var in env:
+            monkeypatch.delenv(var)
+        assert torch.equal(dx2, dx), env
+        assert torch.equal(dw2, dw), env
     # CUDA-graph replay
     graph = torch.cuda.CUDAGraph()
     s = torch.cuda.Stream()
@@ -512,6 +521,7 @@ def test_rmsnorm_dw_inline_fold_equals_fold_kernel_and_split(M, N, dtype, wdtype
         with torch.cuda.graph(graph, stream=s):
             gdx, gdw = D._rms_norm_bwd_op(dy, x, w, rstd, True)
     torch.cuda.current_stream().wait_stream(s)
+    gdx.zero_()
     gdw.zero_()
     graph.replay()
     torch.cuda.synchronize()
