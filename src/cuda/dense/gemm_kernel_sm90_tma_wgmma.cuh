@@ -88,7 +88,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_wgmma
       }
     }
   } else if constexpr (!Cfg::kPingPong) {
-    if constexpr (Cfg::kSetMaxNreg) setmaxnreg_inc<232>();
+    if constexpr (Cfg::kSetMaxNreg) setmaxnreg_inc<Cfg::kConsumerRegs>();
     constexpr int F = Cfg::kFragsM;
     const int cm = (wg - 1) % Cfg::kConsumersM;  // rows cm*64F .. cm*64F+64F-1 of the tile
     const int cn = (wg - 1) / Cfg::kConsumersM;  // columns cn*WN .. cn*WN+WN-1
@@ -130,7 +130,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_wgmma
     //   before its epilogue); consumer `me` waits on it before tile l's
     //   mainloop. order[me]'s phase q belongs to the other's q-th tile, that
     //   is tile l - 1 = 2q + 1 - me.
-    if constexpr (Cfg::kSetMaxNreg) setmaxnreg_inc<232>();
+    if constexpr (Cfg::kSetMaxNreg) setmaxnreg_inc<Cfg::kConsumerRegs>();
     const int me = wg - 1;
     const bool signal = (threadIdx.x % 32) == 0;
     float acc[Cfg::kFragsM][Cfg::WN / 2];
