@@ -4,7 +4,7 @@
 # cuda_sources.cmake.
 set(samebits_gemm_tiles 64x32 64x64 64x128 64x256 128x128 128x256 64x128c2 128x256m2 128x128m2 128x128pp 128x128ppm2
     16x32s 16x64s 32x64s 192x128 128x224 128x192 128x160
-    192x192 256x160 128x96 192x192w3)
+    192x192 256x160 128x96 192x192w3 192x128w3)
 set(samebits_gemm_sources)
 foreach(dt bf16 fp16)
   foreach(tile ${samebits_gemm_tiles})

@@ -163,6 +163,11 @@ struct MmaTileConfig {
 //   T128x256  M >= 2048, or the multi-tile rule below: highest operand
 //             reuse from shared memory (the tensor-core-bound shape), 4
 //             stages, setmaxnreg 40/232.
+//   T192x128w3  128 < M <= 192 with >= 0.75 wave of 128-column tiles (N >=
+//             ~12k), since the twenty-sixth session: T192x128's tile as three
+//             consumer warpgroups of one m64n128 fragment each (H100, 14336 x
+//             4096 at M = 192: 50.0 -> 49.4 us; 128256 x 4096: 404.4 ->
+//             398.8). T192x128, forced only since:
 //   T192x128  128 < M <= 192 with >= 0.75 wave of 128-column tiles (N >= ~12k):
 //             two consumer warpgroups of 64 columns, each holding three
 //             stacked m64n64 fragments (kFrags = 3), 5 stages of 40 KiB.
@@ -238,7 +243,7 @@ struct MmaTileConfig {
 enum class GemmTile : int {
   T64x32 = 0, T64x64, T64x128, T64x256, T128x128, T128x256, T64x128c2, T128x256m2, T128x128m2, T128x128pp,
   T128x128ppm2, T16x32s, T16x64s, T32x64s, T192x128, T128x224, T128x192, T128x160, T192x192, T256x160, T128x96,
-  T192x192w3, kCount
+  T192x192w3, T192x128w3, kCount
 };
 
 constexpr bool kStaged = true;  // TileConfig's kTmaStore
@@ -267,6 +272,10 @@ using Cfg128x96 = TileConfig<2, 1, 96, 8, 1, 1, false, 1, kStaged>;
 // fewer bytes. 3 stages (the third warpgroup's staging buffers take the
 // fourth).
 using Cfg192x192w3 = TileConfig<3, 1, 192, 4, 1, 1, false, 1, kStaged>;
+// 192x128 the same way: three m64n128 fragments where 192x128 has two
+// warpgroups of three stacked m64n64 (3 x 192 against 6 x 128 elements of
+// shared memory read per k16 row of the tile: 25 % fewer); 4 stages.
+using Cfg192x128w3 = TileConfig<3, 1, 128, 5, 1, 1, false, 1, kStaged>;
 using Cfg16x32s = MmaTileConfig<1, 2, 2, 32>;
 using Cfg16x64s = MmaTileConfig<1, 4, 2, 24>;
 using Cfg32x64s = MmaTileConfig<2, 4, 2, 20>;
@@ -294,6 +303,7 @@ inline const char* gemm_tile_name(GemmTile t) {
     case GemmTile::T192x192: return "192x192";
     case GemmTile::T256x160: return "256x160";
     case GemmTile::T192x192w3: return "192x192w3";
+    case GemmTile::T192x128w3: return "192x128w3";
     default: return "128x96";
   }
 }
@@ -324,6 +334,7 @@ decltype(auto) visit_gemm_tile(GemmTile t, F&& f) {
     case GemmTile::T192x192: return f(Cfg192x192{});
     case GemmTile::T256x160: return f(Cfg256x160{});
     case GemmTile::T192x192w3: return f(Cfg192x192w3{});
+    case GemmTile::T192x128w3: return f(Cfg192x128w3{});
     default: return f(Cfg128x96{});
   }
 }
@@ -387,7 +398,9 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
     // read once per column tile (H100, L2 flushed, 2026-11-21 sixth session:
     // 0.91-0.96x cuBLAS against 0.72-0.91x for 64x128c2;
     // bench/results/2026-11-21_h100_s6_gemm_frags/).
-    if (m <= 192 && 4 * tiles(192, 128) >= 3 * s) return GemmTile::T192x128;
+    // (192x128w3 since the twenty-sixth session: the same tile as three
+    // m64n128 warpgroups, 1-1.5 % faster there, 3-8 % elsewhere.)
+    if (m <= 192 && 4 * tiles(192, 128) >= 3 * s) return GemmTile::T192x128w3;
     // 192 < M <= 256: 128-row tiles waste no more rows than 64-row ones;
     // with >= 1 wave of them, the wide-tile rule (N = 128256 at M = 200:
     // 128x256, 452 us against 651 for 128x128pp, H100)
