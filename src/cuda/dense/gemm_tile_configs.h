@@ -167,8 +167,9 @@ struct MmaTileConfig {
 //             ~12k), since the twenty-sixth session: T192x128's tile as three
 //             consumer warpgroups of one m64n128 fragment each (H100, 14336 x
 //             4096 at M = 192: 50.0 -> 49.4 us; 128256 x 4096: 404.4 ->
-//             398.8). T192x128, forced only since:
-//   T192x128  128 < M <= 192 with >= 0.75 wave of 128-column tiles (N >= ~12k):
+//             398.8).
+//   T192x128  forced only since the twenty-sixth session; before, the rule's
+//             entry at 128 < M <= 192 with >= 0.75 wave of 128-column tiles:
 //             two consumer warpgroups of 64 columns, each holding three
 //             stacked m64n64 fragments (kFrags = 3), 5 stages of 40 KiB.
 //             Tried with it (H100, not kept): 192x64, 256x128 (4 fragments)
