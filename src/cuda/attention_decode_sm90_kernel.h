@@ -120,20 +120,16 @@ __device__ __forceinline__ bool decode_trace_cta() { return blockIdx.x == 0 && b
   } while (0)
 #endif
 
-// Rows [r0, Bn) of a K/V stage (every 64-column chunk) set to zero, by
-// `threads` threads (tid < threads). V's rows past lk of a block that came
-// by TMA hold what the cache holds there (NaN, say) or the stage's previous
-// block, and P V multiplies them by P = 0; zero keeps the products the hand
-// load's zero fill gave. The caller orders the stores before the readers
-// (a barrier; for wgmma, a proxy fence first).
-template <class Cfg>
-__device__ __forceinline__ void zero_stage_rows_from(uint8_t* stage, int r0, int tid, int threads) {
-  constexpr int kUnits = Cfg::kRowBytes / 16;  // 16-byte units of a chunk's row
-  const int units = (Cfg::kBlockN - r0) * kUnits;
-  for (int u = tid; u < Cfg::kChunks * units; u += threads) {
-    const int c = u / units, r = r0 + (u % units) / kUnits, x = u % kUnits;
-    *reinterpret_cast<uint4*>(stage + (c * Cfg::kBlockN + r) * Cfg::kRowBytes + x * 16) = make_uint4(0, 0, 0, 0);
-  }
+// Rows [r0, Bn) of a K/V stage (every 64-column chunk, the swizzled chunk
+// layout of zero_tile_rows) set to zero by kThreads threads. V's rows past
+// lk of a block that came by TMA hold what the cache holds there (NaN, say)
+// or the stage's previous block, and P V multiplies them by P = 0; zero
+// keeps the products the hand load's zero fill gave. The caller orders the
+// stores before the readers (a barrier; for wgmma, a proxy fence first).
+template <class Cfg, int kThreads>
+__device__ __forceinline__ void zero_stage_rows_from(uint8_t* stage, int r0, int tid) {
+  static_assert(Cfg::kRowBytes == 128, "zero_tile_rows' chunk rows");
+  zero_tile_rows<Cfg::kBlockN, Cfg::kHeadDim, kThreads>(stage, r0, tid);
 }
 
 // What one CTA of the split kernel computes; all threads derive the same.
@@ -314,8 +310,8 @@ struct DecodeProducer {
     return wp;
   }
 
-  // Boxes of a block ending past lk that hold a key below it (`keys` of
-  // them, 0 < keys < Bn).
+  // Boxes of a block that hold a key below lk (`keys` of them, 0 < keys <=
+  // Bn; a whole block's Bn / box_rows).
   __device__ static int partial_boxes(const AttentionDecodeParams& p, int keys) {
     return (keys + p.box_rows - 1) / p.box_rows;
   }
@@ -332,10 +328,8 @@ struct DecodeProducer {
   __device__ static void load_block_tma(const AttentionDecodeParams& p, const CUtensorMap* map,
                                         uint8_t* dst, uint64_t* bar, int b, int hk, int k0, int it,
                                         const WalkPages& wp, int lane, int keys = Cfg::kBlockN) {
-    const int boxes = keys == Cfg::kBlockN ? Cfg::kBlockN / p.box_rows : partial_boxes(p, keys);
-    if (lane == 0)
-      mbar_arrive_expect_tx(bar, keys == Cfg::kBlockN ? uint32_t(Cfg::kKVBytes)
-                                                      : uint32_t(boxes * p.box_rows * Cfg::kHeadDim * 2));
+    const int boxes = partial_boxes(p, keys);  // Bn / box_rows for a whole block (box_rows divides Bn)
+    if (lane == 0) mbar_arrive_expect_tx(bar, uint32_t(boxes * p.box_rows * Cfg::kRowBytes * Cfg::kChunks));
     __syncwarp();
     int page = b, slot = k0 + lane * p.box_rows;  // a contiguous cache: one page per sequence
     if (p.block_table) {
@@ -650,7 +644,7 @@ struct DecodeConsumer {
       // gemm P_n * V_n -> O (accumulating)
       mbar_wait(smem.v_full(s), parity);
       if (tma && k0 + kBn > w.lk) {  // CTA-uniform: the block ending past lk came by TMA
-        zero_stage_rows_from<Cfg>(smem.v(s), w.lk - k0, threadIdx.x, Cfg::kConsumerThreads);
+        zero_stage_rows_from<Cfg, Cfg::kConsumerThreads>(smem.v(s), w.lk - k0, threadIdx.x);
         fence_proxy_async_smem();  // the zeros, toward wgmma's async-proxy reads
         named_barrier_sync(kZeroBarrier, Cfg::kConsumerThreads);
       }

@@ -380,7 +380,7 @@ struct DecodeMmaConsumer {
       mbar_wait(smem.v_full(s), parity);
       if (tid == 0 && it < 12) SB_DECODE_TRACE(5 + 5 * it);
       if (p.use_tma && k0 + kBn > w.lk) {  // CTA-uniform: the block ending past lk came by TMA
-        zero_stage_rows_from<Cfg>(smem.v(s), w.lk - k0, tid, kThreads);
+        zero_stage_rows_from<Cfg, kThreads>(smem.v(s), w.lk - k0, tid);
         named_barrier_sync(kBarrier, kThreads);
       }
       {
