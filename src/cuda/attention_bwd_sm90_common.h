@@ -220,6 +220,42 @@ __device__ __forceinline__ void issue_ss(float (&acc)[N / 2], uint32_t a_addr, u
   wgmma_commit();
 }
 
+// The same product with A from registers (the held operand: K, V in the
+// dK/dV pass, Q, dO in the dQ pass, loaded once per unit by load_held):
+// A's k16 fragment ks holds the values the SS form's step ks reads from
+// shared memory, the B descriptor and the k order are the SS form's, so
+// each accumulator sees the same products in the same order.
+template <int N, int kD, bool kBf16>
+__device__ __forceinline__ void issue_rs_held(float (&acc)[N / 2], const uint32_t (&a)[kD / 16][4],
+                                              uint32_t b_addr, uint32_t b_chunk) {
+  const uint32_t lb = smem_desc_sw128_lo(b_addr, 16);
+  wgmma_fence();
+  wgmma_rsk_zero<N, kBf16>(acc, a[0], smem_desc_sw128_at(lb, 1024));
+#pragma unroll
+  for (int ks = 1; ks < kD / 16; ++ks) {
+    const uint32_t chunk = ks / 4, step = (ks % 4) * 32;
+    wgmma_rsk<N, kBf16>(acc, a[ks], smem_desc_sw128_at(lb + ((chunk * b_chunk + step) >> 4), 1024), 1);
+  }
+  wgmma_commit();
+}
+
+// A's k16 fragments (m64k16, this warp's 16 rows) of the 64 x kD operand
+// at rows row0 .. row0 + 63 of a swizzled tile of kRows rows (chunks of
+// kRows x 128 bytes), by ldmatrix: lanes 8i .. 8i + 7 address matrix i,
+// rows (i % 2) 8 .. +7 and columns (i / 2) 8 .. +7 of the step (the
+// m16n8k16 A layout, which is wgmma's per warp).
+template <int kRows, int kD>
+__device__ __forceinline__ void load_held(uint32_t (&a)[kD / 16][4], uint32_t tile_addr, int row0,
+                                          int warp, int lane) {
+  const int r = row0 + 16 * warp + lane % 8 + ((lane / 8) % 2) * 8;
+  const int c8 = lane / 16;
+#pragma unroll
+  for (int ks = 0; ks < kD / 16; ++ks) {
+    const int unit = 2 * (ks % 4) + c8;  // 16-byte unit of the row within its chunk
+    ldmatrix_x4(a[ks], tile_addr + (ks / 4) * kRows * 128 + r * 128 + ((unit ^ (r % 8)) << 4));
+  }
+}
+
 // acc (64 x kD) += A (64 x K, registers, K / 16 k-fragments) * B (K x kD,
 // N-major: kD contiguous, the same swizzled chunk layout, chunks of
 // b_chunk bytes): K / 16 k steps ascending. Issued and committed as one group.

@@ -52,6 +52,14 @@ struct DkdvKernel {
   static constexpr int kSRegs = kBm / 2;  // S^T slice: 64 x Bm f32 over 128 threads
   static constexpr int kAccRegs = kD / 2;
   using Frags = uint32_t[kBm / 16][4];  // A fragments of round(P^T) / round(G^T)
+  // The held form (the chained form's kHeld): K and V of the warpgroup's
+  // 64 keys as A fragments in registers for the whole unit (load_held),
+  // so the score products S^T and dP^T read only Q and dO from shared
+  // memory (issue_rs_held: same operands, same k order, same bits).
+  struct HeldKV {
+    uint32_t k[kD / 16][4];
+    uint32_t v[kD / 16][4];
+  };
 
   struct Smem {
     uint8_t* base;
@@ -125,22 +133,26 @@ struct DkdvKernel {
   // The caller ends the chain with drain() before it touches an
   // accumulator or releases the last stage. Only the waits move: every
   // product, operand and accumulation order is the same, so are the bits.
-  template <bool kDV, bool kDK, bool kPtFree = false, bool kPipe = false, class Hook = NoHook>
+  // kHeld (under kPipe only): the score products take K and V from
+  // *held instead of shared memory.
+  template <bool kDV, bool kDK, bool kPtFree = false, bool kPipe = false, bool kHeld = false,
+            class Hook = NoHook>
   __device__ static bool tile_raw(const Smem& sm, int s, const BwdScore& score,
                                   const BwdVisibility& vis, int m0, int key0, int lane, int warp,
                                   int t128, float (&acc_dv)[kDV ? kAccRegs : 1],
                                   float (&acc_dk)[kDK ? kAccRegs : 1], uint64_t* pt_empty = nullptr,
                                   uint32_t pt_phase = 0, const Hook& hook = Hook{},
-                                  uint64_t* release = nullptr, Frags* af_pipe = nullptr) {
+                                  uint64_t* release = nullptr, Frags* af_pipe = nullptr,
+                                  const HeldKV* held = nullptr) {
     if (skips(vis, m0, key0)) return false;  // adds exact zeros: skip
     if (vis.all_visible(m0, kBm, key0, 64))
-      tile_raw_body<kDV, kDK, false, kPtFree, kPipe>(sm, s, score, vis, m0, key0, lane, warp, t128,
-                                                     acc_dv, acc_dk, pt_empty, pt_phase, hook, release,
-                                                     af_pipe);
+      tile_raw_body<kDV, kDK, false, kPtFree, kPipe, kHeld>(sm, s, score, vis, m0, key0, lane, warp,
+                                                            t128, acc_dv, acc_dk, pt_empty, pt_phase,
+                                                            hook, release, af_pipe, held);
     else
-      tile_raw_body<kDV, kDK, true, kPtFree, kPipe>(sm, s, score, vis, m0, key0, lane, warp, t128,
-                                                    acc_dv, acc_dk, pt_empty, pt_phase, hook, release,
-                                                    af_pipe);
+      tile_raw_body<kDV, kDK, true, kPtFree, kPipe, kHeld>(sm, s, score, vis, m0, key0, lane, warp,
+                                                           t128, acc_dv, acc_dk, pt_empty, pt_phase,
+                                                           hook, release, af_pipe, held);
     return true;
   }
 
@@ -271,14 +283,16 @@ struct DkdvKernel {
   }
 
   template <bool kDV, bool kDK, bool kMasked, bool kPtFree = false, bool kPipe = false,
-            class Hook = NoHook>
+            bool kHeld = false, class Hook = NoHook>
   __device__ static void tile_raw_body(const Smem& sm, int s, const BwdScore& score,
                                        const BwdVisibility& vis, int m0, int key0, int lane,
                                        int warp, int t128, float (&acc_dv)[kDV ? kAccRegs : 1],
                                        float (&acc_dk)[kDK ? kAccRegs : 1], uint64_t* pt_empty,
                                        uint32_t pt_phase, const Hook& hook = Hook{},
-                                       uint64_t* release = nullptr, Frags* af_pipe = nullptr) {
+                                       uint64_t* release = nullptr, Frags* af_pipe = nullptr,
+                                       const HeldKV* held = nullptr) {
     static_assert(!kPipe || (kDV && kDK), "kPipe: one warpgroup owns dK and dV");
+    static_assert(!kHeld || kPipe, "kHeld: the chained form only");
     constexpr bool kShare = Cfg::kShareP;  // only read with split roles
     constexpr uint32_t kRow = Cfg::kRowBytes;
     const uint32_t k_addr = smem_addr(sm.k()) + (key0 % kBn) * kRow;
@@ -330,7 +344,10 @@ struct DkdvKernel {
     Frags af_local;
     Frags& af = kPipe ? *af_pipe : af_local;
     // gemm K_wg * Q^T -> S^T (group 1); gemm V_wg * dO^T -> dP^T (group 2)
-    if constexpr (kNeedS) issue_ss<kBm, kD, Cfg::kBf16>(st, k_addr, kBn * kRow, q_addr, kBm * kRow);
+    if constexpr (kHeld)
+      issue_rs_held<kBm, kD, Cfg::kBf16>(st, held->k, q_addr, kBm * kRow);
+    else if constexpr (kNeedS)
+      issue_ss<kBm, kD, Cfg::kBf16>(st, k_addr, kBn * kRow, q_addr, kBm * kRow);
     if constexpr (kPipe) {
       // The previous tile's dK has completed (S^T may still run): af and
       // acc_dk are free, and so is the stage that dK read. Only then dP^T:
@@ -340,7 +357,10 @@ struct DkdvKernel {
       fence_regs(acc_dk);
       if (release != nullptr) mbar_arrive(release);
     }
-    if constexpr (kDK) issue_ss<kBm, kD, Cfg::kBf16>(dpt, v_addr, kBn * kRow, do_addr, kBm * kRow);
+    if constexpr (kHeld)
+      issue_rs_held<kBm, kD, Cfg::kBf16>(dpt, held->v, do_addr, kBm * kRow);
+    else if constexpr (kDK)
+      issue_ss<kBm, kD, Cfg::kBf16>(dpt, v_addr, kBn * kRow, do_addr, kBm * kRow);
     if constexpr (kPreRow) pre_row(lse_s, dd_s, q4, lse2_c, dd_c);
     if constexpr (kNeedS) {
       wgmma_wait<kDK ? 1 : 0>();  // S^T landed (dP^T may still run)

@@ -83,11 +83,19 @@ struct DkdvTmaKernel {
   //                 the same function ptxas finds too few registers for a
   //                 dK product in flight across tiles and serializes every
   //                 wgmma (C7512).
+  //   kRawHeld      kRawChained with K and V of the warpgroup's keys held
+  //                 as A fragments in registers for the unit
+  //                 (DkdvKernel::HeldKV): the score products read only Q
+  //                 and dO from shared memory, and K_n, V_n are released
+  //                 to the producer as soon as they are in registers, so
+  //                 the next unit's K, V load under this unit's tiles.
+  //                 Where Cfg::kHeldKV (16 registers each at d 64).
   // The raw forms exist where one warpgroup owns dK and dV (head dims 64,
   // 128); with split roles (d = 256, whose general kernel does not spill)
   // and in the fused build there is only kGeneral.
-  enum Form : int { kGeneral = 0, kRaw = 1, kRawChained = 2 };
+  enum Form : int { kGeneral = 0, kRaw = 1, kRawChained = 2, kRawHeld = 3 };
   static constexpr bool kHasRawForms = !Cfg::kSplitRoles && !Cfg::kFused;
+  static constexpr bool kHasHeldForm = kHasRawForms && Cfg::kHeldKV;
 
   struct Bars {
     uint64_t* base;
@@ -304,7 +312,9 @@ struct DkdvTmaKernel {
   template <bool kDV, bool kDK, int kForm = kGeneral>
   __device__ static void consumer(const AttentionBwdParams& p, const Smem& sm, const Bars& bars) {
     static_assert(kForm == kGeneral || kHasRawForms, "the raw forms: one warpgroup owns dK and dV");
-    constexpr bool kChained = kForm == kRawChained;
+    static_assert(kForm != kRawHeld || kHasHeldForm, "the held form: Cfg::kHeldKV");
+    constexpr bool kHeld = kForm == kRawHeld;
+    constexpr bool kChained = kForm == kRawChained || kHeld;
     const int tid = threadIdx.x;
     // warp-uniform to the compiler (shuffled from lane 0): the wgmma
     // descriptors derived from them stay in uniform registers
@@ -332,6 +342,12 @@ struct DkdvTmaKernel {
       for (int i = 0; i < (kDK ? kAccRegs : 1); ++i) acc_dk[i] = 0.f;
 
       mbar_wait(bars.kv_full(), unit_iter & 1);  // K_n, V_n landed
+      typename V2::HeldKV held;
+      if constexpr (kHeld) {
+        load_held<kBn, Cfg::kHeadDim>(held.k, smem_addr(sm.k()), key0 - u.k0, warp, lane);
+        load_held<kBn, Cfg::kHeadDim>(held.v, smem_addr(sm.v()), key0 - u.k0, warp, lane);
+        mbar_arrive(bars.kv_empty());  // K_n, V_n are in registers: the producer may refill
+      }
       // kChained: the stage the last issued dK product reads (released by
       // the next tile's first wait, or after the drain below); nullptr: none.
       uint64_t* pending = nullptr;
@@ -340,9 +356,10 @@ struct DkdvTmaKernel {
         mbar_wait(bars.q_full(s), (tile_iter / kS) & 1);  // Q, dO, lse, D of tile t landed
         const int m0 = (u.m_lo + t % u.n_m) * kBm;
         if constexpr (kChained) {  // the raw forms: the launcher checked score.raw
-          if (V2::template tile_raw<kDV, kDK, kPtFree, true>(sm, s, score, u.vis, m0, key0, lane,
-                                                             warp, tid % 128, acc_dv, acc_dk,
-                                                             nullptr, 0, NoHook{}, pending, &af)) {
+          if (V2::template tile_raw<kDV, kDK, kPtFree, true, kHeld>(sm, s, score, u.vis, m0, key0,
+                                                                    lane, warp, tid % 128, acc_dv,
+                                                                    acc_dk, nullptr, 0, NoHook{},
+                                                                    pending, &af, &held)) {
             pending = bars.q_empty(s);  // read by this tile's dK, still running
             continue;
           }
@@ -370,7 +387,7 @@ struct DkdvTmaKernel {
         V2::template drain<kDV, kDK>(acc_dv, acc_dk, af);
         if (pending != nullptr) mbar_arrive(pending);
       }
-      mbar_arrive(bars.kv_empty());  // release K_n, V_n
+      if constexpr (!kHeld) mbar_arrive(bars.kv_empty());  // release K_n, V_n
 
       const int key_r = key0 + warp * 16 + lane / 4;
       if constexpr (kDV)

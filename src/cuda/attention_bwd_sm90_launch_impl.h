@@ -44,20 +44,26 @@ inline bool tma_strict() {
   const char* s = std::getenv("SAMEBITS_BWD_TMA_STRICT");
   return s != nullptr && s[0] != '\0' && s[0] != '0';
 }
-// SAMEBITS_BWD_DKDV_FORM=0/1/2 forces the dK/dV kernel's form
+// SAMEBITS_BWD_DKDV_FORM=0/1/2/3 forces the dK/dV kernel's form
 // (DkdvTmaKernel::Form) for a raw-form call, and SAMEBITS_BWD_DQ_RAW=0 the
 // general dQ kernel: for comparisons of speed and for the test that every
 // form gives the same bits (read at every call, so a test can switch).
 // -1 (unset): dkdv_form's rule.
 inline int bwd_dkdv_form_env() {
   const char* s = std::getenv("SAMEBITS_BWD_DKDV_FORM");
-  return s != nullptr && s[0] >= '0' && s[0] <= '2' ? s[0] - '0' : -1;
+  return s != nullptr && s[0] >= '0' && s[0] <= '3' ? s[0] - '0' : -1;
 }
 // BwdScore::raw on the host: no softcap and a positive scale, the form
 // that has kernels of its own (dkdv_form, the raw-only dQ kernel).
 inline bool raw_score(const AttentionBwdParams& p) { return p.has_softcap == 0 && p.scale_log2 > 0.f; }
 inline bool bwd_dq_raw_env() {
   const char* s = std::getenv("SAMEBITS_BWD_DQ_RAW");
+  return s == nullptr || s[0] != '0';
+}
+// SAMEBITS_BWD_HELD=0: the chained form where dkdv_form's rule would run
+// the held one (DkdvTmaKernel::kRawHeld), for comparisons of speed.
+inline bool bwd_held_env() {
+  const char* s = std::getenv("SAMEBITS_BWD_HELD");
   return s == nullptr || s[0] != '0';
 }
 inline sb_status no_maps(const char* pass) {
@@ -78,14 +84,20 @@ sb_status opt_in(int bytes) {
 // The dK/dV kernel's form for a call (FREE: every form gives the same
 // bits): the general kernel for softcap and non-positive scales and where
 // no raw form exists (DkdvTmaKernel::kHasRawForms); else the chained form
-// where BwdConfig's kChainRaw says so, kRaw otherwise.
+// where BwdConfig's kChainRaw says so, kRaw otherwise. The chained form
+// holds K and V in registers (kRawHeld, where it exists) under a causal
+// mask or a window: 1-3.5 % faster there, 1-2 % slower unmasked
+// (docs/backward_design.md, "Held K and V").
 template <class Cfg>
 int dkdv_form(const AttentionBwdParams& p) {
   using K = bwd::DkdvTmaKernel<Cfg>;
   if constexpr (!K::kHasRawForms) return K::kGeneral;
   if (!raw_score(p)) return K::kGeneral;
-  if (const int forced = bwd_dkdv_form_env(); forced >= 0) return forced;
-  return Cfg::kChainRaw ? K::kRawChained : K::kRaw;
+  if (const int forced = bwd_dkdv_form_env(); forced >= 0)
+    return forced == K::kRawHeld && !K::kHasHeldForm ? K::kRawChained : forced;
+  if (!Cfg::kChainRaw) return K::kRaw;
+  const bool masked = p.window_left >= 0 || p.window_right >= 0;
+  return K::kHasHeldForm && masked && bwd_held_env() ? K::kRawHeld : K::kRawChained;
 }
 #endif
 #if SAMEBITS_BWD_TMA
@@ -199,7 +211,12 @@ sb_status launch_attention_bwd_passes(const AttentionBwdParams& params, const Bw
             g, Cfg::kDkdvTmaThreads, Cfg::kDkdvTmaSmemBytes, params, dkdv_maps, shape.stream);
       };
       sb_status s;
-      if constexpr (K::kHasRawForms)
+      if constexpr (K::kHasHeldForm)
+        s = form == K::kRawHeld      ? launch(std::integral_constant<int, K::kRawHeld>{})
+            : form == K::kRawChained ? launch(std::integral_constant<int, K::kRawChained>{})
+            : form == K::kRaw        ? launch(std::integral_constant<int, K::kRaw>{})
+                                     : launch(std::integral_constant<int, K::kGeneral>{});
+      else if constexpr (K::kHasRawForms)
         s = form == K::kRawChained ? launch(std::integral_constant<int, K::kRawChained>{})
             : form == K::kRaw      ? launch(std::integral_constant<int, K::kRaw>{})
                                    : launch(std::integral_constant<int, K::kGeneral>{});

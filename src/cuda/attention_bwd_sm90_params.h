@@ -254,6 +254,12 @@ struct BwdConfig {
   // 1.5-2.3 % unmasked, 2-3 % at 4k and 16k causal); before that it paid
   // only under a mask and from 8k keys.
   static constexpr bool kChainRaw = kHeadDim == 64;
+  // FREE (no bit moves): whether the chained form has a variant that holds
+  // K and V as A fragments in registers (DkdvTmaKernel::kRawHeld; 32
+  // registers a thread at d 64): the score products then read Q and dO
+  // alone from shared memory. dkdv_form runs it under a mask only
+  // (docs/backward_design.md, "Held K and V").
+  static constexpr bool kHeldKV = kHeadDim == 64;
   // FREE (no bit moves): the kRaw form's tile order at head dims 64 and
   // 128 is DkdvKernel::tile_raw_joint (both score products waited for,
   // then one element loop), the fused kernel's. H100 (docs/

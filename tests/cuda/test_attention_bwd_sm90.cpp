@@ -702,9 +702,9 @@ void runs_suite(int D, sb_dtype dt) {
 }
 
 // The kernels' forms (attention_bwd_sm90_launch_impl.h, dkdv_form): the
-// dK/dV kernel's general, raw and chained forms and the general or raw-only
-// dQ kernel, forced one after the other, give the default's bits (dq, dk,
-// dv hashed; negative_control shows the hash can move). Cases: unmasked
+// dK/dV kernel's general, raw, chained and held forms and the general or
+// raw-only dQ kernel, forced one after the other, give the default's bits
+// (dq, dk, dv hashed; negative_control shows the hash can move). Cases: unmasked
 // and causal dense batches whose lengths end inside a tile, a sliding
 // window, a packed GQA batch. At d 256 (split roles) only the general
 // dK/dV kernel exists, so there only the dQ kernel's choice varies.
@@ -721,9 +721,12 @@ void forms_suite(int D, sb_dtype dt) {
                         {"packed", false, -1, 0, {513, 64, 300}}};
   // dK/dV form, dQ raw, tail tiles by TMA (SAMEBITS_BWD_TAIL_TMA; the
   // default is 1, so h0 is the TMA tails' hash and the rows with 0 load
-  // the dense batches' last tiles by hand)
-  const char* forms[][3] = {{"0", "1", "1"}, {"1", "1", "1"}, {"2", "1", "1"}, {"0", "0", "1"},
-                            {"2", "0", "1"}, {"1", "1", "0"}, {"0", "0", "0"}};
+  // the dense batches' last tiles by hand), held K and V under a mask
+  // (SAMEBITS_BWD_HELD; form 3 exists at d 64, other head dims run form 2)
+  const char* forms[][4] = {{"0", "1", "1", "1"}, {"1", "1", "1", "1"}, {"2", "1", "1", "1"},
+                            {"0", "0", "1", "1"}, {"2", "0", "1", "1"}, {"1", "1", "0", "1"},
+                            {"0", "0", "0", "1"}, {"3", "1", "1", "0"}, {"2", "1", "1", "0"},
+                            {"3", "1", "0", "1"}};
   for (const Case& c : cases) {
     Problem p;
     p.D = D;
@@ -743,16 +746,18 @@ void forms_suite(int D, sb_dtype dt) {
       setenv("SAMEBITS_BWD_DKDV_FORM", f[0], 1);
       setenv("SAMEBITS_BWD_DQ_RAW", f[1], 1);
       setenv("SAMEBITS_BWD_TAIL_TMA", f[2], 1);
+      setenv("SAMEBITS_BWD_HELD", f[3], 1);
       const Grads g = run_bwd(p, in);
       const bool ok = g.status == SB_OK && g.hash() == h0;
       same = same && ok;
-      detail += std::string(" ") + f[0] + "/" + f[1] + "/" + f[2] + (ok ? "=" : "!");
+      detail += std::string(" ") + f[0] + "/" + f[1] + "/" + f[2] + "/" + f[3] + (ok ? "=" : "!");
     }
     unsetenv("SAMEBITS_BWD_DKDV_FORM");
     unsetenv("SAMEBITS_BWD_DQ_RAW");
     unsetenv("SAMEBITS_BWD_TAIL_TMA");
+    unsetenv("SAMEBITS_BWD_HELD");
     check(same, std::string("forms ") + dt_name(dt) + " d" + std::to_string(D) + " " + c.name +
-                    ": dkdv form / dq raw / tail tma" + detail + " default");
+                    ": dkdv form / dq raw / tail tma / held" + detail + " default");
   }
 }
 
