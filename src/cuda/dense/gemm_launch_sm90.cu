@@ -136,6 +136,10 @@ sb_status forced_tile(GemmTile* t, bool* forced) {
   std::string known;
   for (int i = 0; i < int(GemmTile::kCount); ++i) {
     if (std::strcmp(e, gemm_tile_name(GemmTile(i))) == 0) {
+      if (!gemm_tile_built(GemmTile(i)))
+        return fail(SB_UNSUPPORTED, std::string("SAMEBITS_GEMM_TILE: '") + e +
+                                        "' is a measurement entry this build leaves out (configure with "
+                                        "-DSAMEBITS_GEMM_RESEARCH_TILES=ON to build it)");
       *t = GemmTile(i);
       *forced = true;
       return SB_OK;
@@ -183,7 +187,13 @@ bool encode_out(CUtensorMap* map, const sb_gemm_params& p) {
 
 template <bool kF16>
 cudaError_t launch_tile(GemmTile t, GemmTmaParams& kp, int dev, int sms, cudaStream_t s) {
-  return visit_gemm_tile(t, [&](auto cfg) { return launch_gemm_tma_wgmma<decltype(cfg), kF16>(kp, dev, sms, s); });
+  return visit_gemm_tile(t, [&](auto cfg) -> cudaError_t {
+    using Cfg = decltype(cfg);
+    if constexpr (kGemmCfgBuilt<Cfg>)
+      return launch_gemm_tma_wgmma<Cfg, kF16>(kp, dev, sms, s);
+    else
+      return cudaErrorNotSupported;  // not reached: gemm_16bit checks gemm_tile_built first
+  });
 }
 
 // What the host needs of an entry: the TMA box rows of A and B, and the rows
@@ -236,6 +246,8 @@ sb_status gemm_16bit(const sb_gemm_params& p) {
   if (sb_status fst = forced_tile(&tile, &forced); fst != SB_OK) return fst;
   if (sb_status est = epilogue_choice(&epi); est != SB_OK) return est;
   if (!forced) tile = pick_gemm_tile(p.m, p.n, p.batch, sms);
+  if (!gemm_tile_built(tile))  // the rule picks built entries only (test_gemm_rule_picks_built_entries)
+    return fail(SB_INTERNAL, std::string("gemm: tile entry ") + gemm_tile_name(tile) + " is not in this build");
 
   const TileBoxes tb = tile_boxes(tile);
   const int bm = tb.sched_bm, bn = tb.bn;

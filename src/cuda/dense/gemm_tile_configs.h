@@ -281,6 +281,30 @@ using Cfg16x32s = MmaTileConfig<1, 2, 2, 32>;
 using Cfg16x64s = MmaTileConfig<1, 4, 2, 24>;
 using Cfg32x64s = MmaTileConfig<2, 4, 2, 20>;
 
+// The measurement entries: forced only (SAMEBITS_GEMM_TILE), never chosen
+// by pick_gemm_tile, kept to compare against (cluster and ping-pong
+// entries, 64x256, 32x64s, and the two-warpgroup layouts of 192x128 and
+// 192x192). A build includes them only with -DSAMEBITS_GEMM_RESEARCH_TILES=ON
+// (cmake/cuda_dense_sources.cmake): they are about a third of the library's
+// compile time. Forcing one that the build lacks is an error naming the
+// option, never a silent fall back.
+#ifndef SAMEBITS_GEMM_RESEARCH_TILES
+#define SAMEBITS_GEMM_RESEARCH_TILES 0
+#endif
+template <class Cfg>
+inline constexpr bool kGemmResearchCfg = false;
+template <> inline constexpr bool kGemmResearchCfg<Cfg64x256> = true;
+template <> inline constexpr bool kGemmResearchCfg<Cfg128x256m2> = true;
+template <> inline constexpr bool kGemmResearchCfg<Cfg128x128m2> = true;
+template <> inline constexpr bool kGemmResearchCfg<Cfg128x128pp> = true;
+template <> inline constexpr bool kGemmResearchCfg<Cfg128x128ppm2> = true;
+template <> inline constexpr bool kGemmResearchCfg<Cfg32x64s> = true;
+template <> inline constexpr bool kGemmResearchCfg<Cfg192x128> = true;
+template <> inline constexpr bool kGemmResearchCfg<Cfg192x192> = true;
+// Whether this build has entry Cfg's kernels.
+template <class Cfg>
+inline constexpr bool kGemmCfgBuilt = SAMEBITS_GEMM_RESEARCH_TILES != 0 || !kGemmResearchCfg<Cfg>;
+
 inline const char* gemm_tile_name(GemmTile t) {
   switch (t) {
     case GemmTile::T64x32: return "64x32";
@@ -338,6 +362,13 @@ decltype(auto) visit_gemm_tile(GemmTile t, F&& f) {
     case GemmTile::T192x128w3: return f(Cfg192x128w3{});
     default: return f(Cfg128x96{});
   }
+}
+
+inline bool gemm_tile_built(GemmTile t) {
+  return visit_gemm_tile(t, [](auto cfg) { return kGemmCfgBuilt<decltype(cfg)>; });
+}
+inline bool gemm_tile_research(GemmTile t) {
+  return visit_gemm_tile(t, [](auto cfg) { return kGemmResearchCfg<decltype(cfg)>; });
 }
 
 // BITS-FREE: the choice follows M (and N, the batch and the SM count) only
