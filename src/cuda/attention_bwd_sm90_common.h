@@ -221,7 +221,7 @@ __device__ __forceinline__ void issue_ss(float (&acc)[N / 2], uint32_t a_addr, u
 }
 
 // The same product with A from registers (the held operand: K, V in the
-// dK/dV pass, Q, dO in the dQ pass, loaded once per unit by load_held):
+// dK/dV pass's held form, loaded once per unit by load_held):
 // A's k16 fragment ks holds the values the SS form's step ks reads from
 // shared memory, the B descriptor and the k order are the SS form's, so
 // each accumulator sees the same products in the same order.
