@@ -43,16 +43,7 @@ for r in $(seq 1 "${ROUNDS:-2}"); do
   order=("${order[@]:1}" "${order[0]}")
 done
 for f in /tmp/b_*.log; do echo "== $(basename "$f")"; grep -E '^\| (bf16|fp16)' "$f"; done > "$OUT/bench.txt"
-python3 - /tmp/b_*.log > "$OUT/bench_by_shape.txt" <<'PY'
-import re, sys, collections
-d = collections.defaultdict(list)
-for f in sys.argv[1:]:
-    n = f.split('/')[-1][2:-4].rsplit('_', 1)[0]
-    for l in open(f):
-        m = re.match(r'\| (\w+) \| (\d+) \| ([^|]+?) \| (\w+) \| ([\d.]+)', l)
-        if m: d[(m[2], m[3].replace(' ', '_'), m[4], n)].append(float(m[5]))
-for k in sorted(d): print(*k, ' '.join('%.3f' % x for x in d[k]))
-PY
+python3 bench/bwd_bench_by_shape.py /tmp/b_*.log > "$OUT/bench_by_shape.txt"
 if [ "${SAN:-1}" != 0 ]; then
   LD_LIBRARY_PATH=$C timeout 150 compute-sanitizer --tool racecheck $T --small > /tmp/race.log 2>&1
   sum+=("racecheck --small rc=$? $(grep 'RACECHECK SUMMARY' /tmp/race.log)")

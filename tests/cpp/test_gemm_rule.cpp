@@ -8,18 +8,10 @@
 // Negative control: the research entries are recognised as such, so the
 // check can fail.
 #include <cstdio>
-#include <cstdlib>
 #include <initializer_list>
 
 #include "cuda/dense/gemm_tile_configs.h"
-
-#define CHECK(cond)                                                               \
-  do {                                                                            \
-    if (!(cond)) {                                                                \
-      std::fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      std::exit(1);                                                               \
-    }                                                                             \
-  } while (0)
+#include "test_util.h"
 
 using namespace samebits::cuda::dense::sm90;
 
