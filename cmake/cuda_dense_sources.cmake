@@ -14,8 +14,7 @@ set(samebits_gemm_tiles 64x32 64x64 64x128 128x128 128x256 64x128c2 16x32s 16x64
 set(samebits_gemm_research_tiles 64x256 128x256m2 128x128m2 128x128pp 128x128ppm2 32x64s 192x128 192x192)
 if(SAMEBITS_GEMM_RESEARCH_TILES)
   list(APPEND samebits_gemm_tiles ${samebits_gemm_research_tiles})
-  set_property(SOURCE ${CMAKE_CURRENT_SOURCE_DIR}/src/cuda/dense/gemm_launch_sm90.cu
-               APPEND PROPERTY COMPILE_DEFINITIONS SAMEBITS_GEMM_RESEARCH_TILES=1)
+  target_compile_definitions(samebits PRIVATE SAMEBITS_GEMM_RESEARCH_TILES=1)
 endif()
 set(samebits_gemm_sources)
 foreach(dt bf16 fp16)
