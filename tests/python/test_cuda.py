@@ -2,8 +2,6 @@
 has no kernel for a configuration, the op must raise NotImplementedError
 naming it; these tests then xfail with that message."""
 
-import os
-
 import pytest
 import torch
 
@@ -310,27 +308,22 @@ GEMM_TILES = ["64x32", "64x64", "64x128", "64x256", "128x128", "128x256", "64x12
 GEMM_RESEARCH_TILES = {"64x256", "128x256m2", "128x128m2", "128x128pp", "128x128ppm2", "32x64s", "192x128", "192x192"}
 
 
-def _gemm_research_tile_built(tile):
+def _gemm_research_tile_built(tile, monkeypatch):
     from samebits import dense as D
 
     x = torch.zeros(1, 64, device="cuda", dtype=torch.bfloat16)
-    old = os.environ.get("SAMEBITS_GEMM_TILE")
-    os.environ["SAMEBITS_GEMM_TILE"] = tile
-    try:
-        D.linear(x, x)
-        return True
-    except NotImplementedError as e:
-        assert "SAMEBITS_GEMM_RESEARCH_TILES" in str(e), e
-        return False
-    finally:
-        if old is None:
-            del os.environ["SAMEBITS_GEMM_TILE"]
-        else:
-            os.environ["SAMEBITS_GEMM_TILE"] = old
+    with monkeypatch.context() as m:
+        m.setenv("SAMEBITS_GEMM_TILE", tile)
+        try:
+            D.linear(x, x)
+            return True
+        except NotImplementedError as e:
+            assert "SAMEBITS_GEMM_RESEARCH_TILES" in str(e), e
+            return False
 
 
-def _require_gemm_tile(tile):
-    if tile in GEMM_RESEARCH_TILES and not _gemm_research_tile_built(tile):
+def _require_gemm_tile(tile, monkeypatch):
+    if tile in GEMM_RESEARCH_TILES and not _gemm_research_tile_built(tile, monkeypatch):
         pytest.skip(f"GEMM entry {tile}: a measurement entry this build leaves out")
 
 
@@ -341,7 +334,7 @@ def _require_gemm_tile(tile):
 def test_gemm_research_entries_are_built_or_refused(monkeypatch):
     from samebits import dense as D
 
-    built = {t: _gemm_research_tile_built(t) for t in sorted(GEMM_RESEARCH_TILES)}
+    built = {t: _gemm_research_tile_built(t, monkeypatch) for t in sorted(GEMM_RESEARCH_TILES)}
     assert len(set(built.values())) == 1, built  # one build option decides all of them
     x = torch.randn(8, 64, device="cuda", dtype=torch.bfloat16)
     for tile in GEMM_TILES:
@@ -359,7 +352,7 @@ def test_gemm_research_entries_are_built_or_refused(monkeypatch):
 def test_gemm_tile_entry_gives_default_bits(tile, monkeypatch):
     from samebits import dense as D
 
-    _require_gemm_tile(tile)
+    _require_gemm_tile(tile, monkeypatch)
     g = torch.Generator().manual_seed(5)
     x = torch.randn(605, 1000, generator=g).to(torch.bfloat16).cuda()
     w = (torch.randn(520, 1000, generator=g) / 32).to(torch.bfloat16).cuda()
@@ -420,7 +413,7 @@ def test_gemm_in_place_bias_equals_out_of_place(tile, monkeypatch):
 def test_gemm_mma_sync_entry_equals_wgmma_on_wide_values(tile, dtype, monkeypatch):
     from samebits import dense as D
 
-    _require_gemm_tile(tile)
+    _require_gemm_tile(tile, monkeypatch)
     g = torch.Generator().manual_seed(11)
     lo, hi = (-24, 8) if dtype == torch.float16 else (-40, 40)  # fp16: subnormals; sums stay finite in f32
 
@@ -452,7 +445,7 @@ GEMM_STAGED_TILES = ["128x128", "128x256", "128x256m2", "128x128m2", "192x128", 
 def test_gemm_staged_epilogue_equals_direct(tile, monkeypatch):
     from samebits import dense as D
 
-    _require_gemm_tile(tile)
+    _require_gemm_tile(tile, monkeypatch)
     g = torch.Generator().manual_seed(7)
     monkeypatch.setenv("SAMEBITS_GEMM_TILE", tile)
     for dt in (torch.bfloat16, torch.float16):
@@ -482,7 +475,7 @@ def test_gemm_staged_epilogue_equals_direct(tile, monkeypatch):
 def test_gemm_bias_dtypes_give_the_same_bits(tile, monkeypatch):
     from samebits import dense as D
 
-    _require_gemm_tile(tile)
+    _require_gemm_tile(tile, monkeypatch)
     g = torch.Generator().manual_seed(11)
     if tile:
         monkeypatch.setenv("SAMEBITS_GEMM_TILE", tile)

@@ -245,9 +245,11 @@ sb_status gemm_16bit(const sb_gemm_params& p) {
   Epilogue epi = Epilogue::kAuto;
   if (sb_status fst = forced_tile(&tile, &forced); fst != SB_OK) return fst;
   if (sb_status est = epilogue_choice(&epi); est != SB_OK) return est;
-  if (!forced) tile = pick_gemm_tile(p.m, p.n, p.batch, sms);
-  if (!gemm_tile_built(tile))  // the rule picks built entries only (tests/cpp/test_gemm_rule.cpp)
-    return fail(SB_INTERNAL, std::string("gemm: tile entry ") + gemm_tile_name(tile) + " is not in this build");
+  if (!forced) {
+    tile = pick_gemm_tile(p.m, p.n, p.batch, sms);
+    if (!gemm_tile_built(tile))  // the rule picks built entries only (tests/cpp/test_gemm_rule.cpp)
+      return fail(SB_INTERNAL, std::string("gemm: tile entry ") + gemm_tile_name(tile) + " is not in this build");
+  }
 
   const TileBoxes tb = tile_boxes(tile);
   const int bm = tb.sched_bm, bn = tb.bn;
