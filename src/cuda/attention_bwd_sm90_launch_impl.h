@@ -210,18 +210,31 @@ sb_status launch_attention_bwd_passes(const AttentionBwdParams& params, const Bw
         return launch_with_maps<bwd::attention_bwd_dkdv_tma_sm90_kernel<Cfg, decltype(form_tag)::value>>(
             g, Cfg::kDkdvTmaThreads, Cfg::kDkdvTmaSmemBytes, params, dkdv_maps, shape.stream);
       };
+      // (dkdv_form names the held form only where it exists; the chained
+      // form stands in for it otherwise)
       sb_status s;
-      if constexpr (K::kHasHeldForm)
-        s = form == K::kRawHeld      ? launch(std::integral_constant<int, K::kRawHeld>{})
-            : form == K::kRawChained ? launch(std::integral_constant<int, K::kRawChained>{})
-            : form == K::kRaw        ? launch(std::integral_constant<int, K::kRaw>{})
-                                     : launch(std::integral_constant<int, K::kGeneral>{});
-      else if constexpr (K::kHasRawForms)
-        s = form == K::kRawChained ? launch(std::integral_constant<int, K::kRawChained>{})
-            : form == K::kRaw      ? launch(std::integral_constant<int, K::kRaw>{})
-                                   : launch(std::integral_constant<int, K::kGeneral>{});
-      else
-        s = launch(std::integral_constant<int, K::kGeneral>{});
+      switch (K::kHasRawForms ? form : int(K::kGeneral)) {
+        case K::kRawHeld:
+          if constexpr (K::kHasHeldForm) {
+            s = launch(std::integral_constant<int, K::kRawHeld>{});
+            break;
+          }
+          [[fallthrough]];
+        case K::kRawChained:
+          if constexpr (K::kHasRawForms) {
+            s = launch(std::integral_constant<int, K::kRawChained>{});
+            break;
+          }
+          [[fallthrough]];
+        case K::kRaw:
+          if constexpr (K::kHasRawForms) {
+            s = launch(std::integral_constant<int, K::kRaw>{});
+            break;
+          }
+          [[fallthrough]];
+        default:
+          s = launch(std::integral_constant<int, K::kGeneral>{});
+      }
       if (s != SB_OK) return s;
     } else
 #endif
