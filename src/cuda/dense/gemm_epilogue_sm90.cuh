@@ -208,9 +208,9 @@ __device__ __forceinline__ void store_tile(const GemmTmaParams& p, const float (
 // rewritten, thread 0 waits until the store that read it two blocks ago has
 // done reading (its group is at most the second newest). `bar_id` is the
 // warpgroup's named barrier; `chunk` counts this warpgroup's blocks.
-// WN = 64 q + 32 (128x96, 128x160, 128x224, 192x192): the last 32 columns,
-// half a block, go straight from the accumulators (the same
-// epilogue_value) after the q staged blocks.
+// WN = 64 q + r, 0 < r < 64 (128x96, 128x160, 128x224, 192x192: r = 32;
+// 128x168: r = 40): the last r columns go straight from the accumulators
+// (the same epilogue_value) after the q staged blocks.
 template <class TO, int WN, class TB>
 __device__ __forceinline__ void store_tile_staged_body(const GemmTmaParams& p, const float (&acc)[WN / 2], int bz,
                                                        const char* bias, int64_t row0, int64_t col0, uint8_t* buf,
@@ -219,8 +219,7 @@ __device__ __forceinline__ void store_tile_staged_body(const GemmTmaParams& p, c
   const bool leader = t == 0;
   const int rw = (t / 32) * 16 + l / 4;  // this thread's first row in the fragment (and rw + 8)
   const int cq = (l % 4) * 2;            // its first column in each 8-column unit
-  static_assert(kEpiBlock == 64 && (WN % kEpiBlock == 0 || WN % kEpiBlock == 32),
-                "a block row is one 128-byte swizzle row of 8 units; at most a half block left");
+  static_assert(kEpiBlock == 64 && WN % 8 == 0, "a block row is one 128-byte swizzle row of 8 units");
 #pragma unroll
   for (int q = 0; q < WN / kEpiBlock; ++q, ++chunk) {
     uint8_t* b = buf + (chunk & 1) * (kEpiBlock * kEpiBlock * 2);

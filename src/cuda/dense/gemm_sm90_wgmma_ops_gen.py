@@ -17,7 +17,7 @@ namespace samebits::cuda::dense::sm90 {
 template <int N, bool kF16>
 struct Wgmma;
 ''')
-for n in (32, 64, 96, 128, 160, 192, 224, 256):
+for n in (32, 64, 96, 128, 160, 168, 192, 224, 256):
     nreg = n // 2
     for f16 in (False, True):
         ty = 'f16' if f16 else 'bf16'

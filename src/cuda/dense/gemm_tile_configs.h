@@ -95,8 +95,7 @@ struct TileConfig {
   static_assert(kClusterM == 1 || kClusterM == 2, "clusters of 1 or 2 CTAs");
   static_assert(!kPingPong || (kConsumersN == 1 && kCtasPerSm == 1 && kFrags_ == 1), "ping-pong: fragments along M only");
   static_assert(kFrags_ == 1 || kClusterM == 1, "stacked fragments without clusters");
-  static_assert(!kTmaStore || (!kPingPong && WN % (kEpiBlock / 2) == 0),
-                "staged epilogue: whole blocks (and at most one half block), not ping-pong");
+  static_assert(!kTmaStore || !kPingPong, "staged epilogue: not ping-pong");
   static_assert(kClusterM == 1 || kCtasPerSm == 1, "a cluster entry runs one CTA per SM");
   static_assert(BN % kClusterM == 0 && kBBoxBytes % 1024 == 0,
                 "each multicast slice of B must keep 1024-byte swizzle-atom alignment");
@@ -201,6 +200,15 @@ struct MmaTileConfig {
 //             (256x160); 768 x 14336 x 4096 123.5 / 134.1 -> 123.0
 //             (128x224). Tried with them: 64x96 (N = 4096 at M = 192: 129
 //             CTAs against 96 of 64x128) measured no faster, dropped.
+//   T128x168  (twenty-eighth session) 128x192's layout, 168 columns: two
+//             rounds of tiles where 128x192 needs two and 128x160 three at
+//             N = 14336 and M = 257-384 (258 tiles against 225), so each
+//             round computes 12.5 % fewer elements; its last 40 columns
+//             are stored directly. Factor 1150, as 128x160 (H100, kernel
+//             times with the L2 flushed: 384 x 14336 x 4096 70.5 -> 67.2 us,
+//             cuBLAS 62.3; 128x176 measured 68.2 and was dropped). The
+//             rule also picks it at N = 6144 (M = 769-896) and 11008 (M =
+//             193-512) on 132 SMs.
 //   T64x128c2 2 CTAs per SM (4 stages each): one CTA's epilogue and pipeline
 //             fill overlap the other's mainloop; 128 < M <= 256 with many
 //             column tiles.
@@ -244,7 +252,7 @@ struct MmaTileConfig {
 enum class GemmTile : int {
   T64x32 = 0, T64x64, T64x128, T64x256, T128x128, T128x256, T64x128c2, T128x256m2, T128x128m2, T128x128pp,
   T128x128ppm2, T16x32s, T16x64s, T32x64s, T192x128, T128x224, T128x192, T128x160, T192x192, T256x160, T128x96,
-  T192x192w3, T192x128w3, kCount
+  T192x192w3, T192x128w3, T128x168, kCount
 };
 
 constexpr bool kStaged = true;  // TileConfig's kTmaStore
@@ -277,6 +285,7 @@ using Cfg192x192w3 = TileConfig<3, 1, 192, 4, 1, 1, false, 1, kStaged>;
 // warpgroups of three stacked m64n64 (3 x 192 against 6 x 128 elements of
 // shared memory read per k16 row of the tile: 25 % fewer); 4 stages.
 using Cfg192x128w3 = TileConfig<3, 1, 128, 5, 1, 1, false, 1, kStaged>;
+using Cfg128x168 = TileConfig<2, 1, 168, 5, 1, 1, false, 1, kStaged>;
 using Cfg16x32s = MmaTileConfig<1, 2, 2, 32>;
 using Cfg16x64s = MmaTileConfig<1, 4, 2, 24>;
 using Cfg32x64s = MmaTileConfig<2, 4, 2, 20>;
@@ -329,6 +338,7 @@ inline const char* gemm_tile_name(GemmTile t) {
     case GemmTile::T256x160: return "256x160";
     case GemmTile::T192x192w3: return "192x192w3";
     case GemmTile::T192x128w3: return "192x128w3";
+    case GemmTile::T128x168: return "128x168";
     default: return "128x96";
   }
 }
@@ -360,6 +370,7 @@ decltype(auto) visit_gemm_tile(GemmTile t, F&& f) {
     case GemmTile::T256x160: return f(Cfg256x160{});
     case GemmTile::T192x192w3: return f(Cfg192x192w3{});
     case GemmTile::T192x128w3: return f(Cfg192x128w3{});
+    case GemmTile::T128x168: return f(Cfg128x168{});
     default: return f(Cfg128x96{});
   }
 }
@@ -398,7 +409,8 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
     constexpr Shape kShapes[] = {{128, 256, 1000, GemmTile::T128x256}, {192, 192, 1000, GemmTile::T192x192w3},
                                  {256, 160, 1030, GemmTile::T256x160}, {128, 224, 1020, GemmTile::T128x224},
                                  {128, 192, 1060, GemmTile::T128x192}, {128, 160, 1150, GemmTile::T128x160},
-                                 {128, 128, 1250, GemmTile::T128x128}, {128, 96, 1400, GemmTile::T128x96}};
+                                 {128, 128, 1250, GemmTile::T128x128}, {128, 96, 1400, GemmTile::T128x96},
+                                 {128, 168, 1150, GemmTile::T128x168}};
     GemmTile best = GemmTile::T128x256;
     int64_t c = -1;
     for (const Shape& e : kShapes) {
