@@ -405,20 +405,25 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
     int bm, bn, per_mille;
     GemmTile tile;
   };
-  auto wide_tile = [&] {
+  auto cost = [&](int bm, int bn, int per_mille) {
+    return (tiles(bm, bn) + s - 1) / s * (int64_t(bm) * bn) * per_mille;
+  };
+  // (its least cost in `c`)
+  auto wide_tile = [&](int64_t& c) {
     constexpr Shape kShapes[] = {{128, 256, 1000, GemmTile::T128x256}, {192, 192, 1000, GemmTile::T192x192w3},
                                  {256, 160, 1030, GemmTile::T256x160}, {128, 224, 1020, GemmTile::T128x224},
                                  {128, 192, 1060, GemmTile::T128x192}, {128, 160, 1150, GemmTile::T128x160},
                                  {128, 128, 1250, GemmTile::T128x128}, {128, 96, 1400, GemmTile::T128x96},
                                  {128, 168, 1150, GemmTile::T128x168}};
     GemmTile best = GemmTile::T128x256;
-    int64_t c = -1;
+    c = -1;
     for (const Shape& e : kShapes) {
-      const int64_t ce = (tiles(e.bm, e.bn) + s - 1) / s * (e.bm * e.bn) * e.per_mille;
+      const int64_t ce = cost(e.bm, e.bn, e.per_mille);
       if (c < 0 || ce < c) best = e.tile, c = ce;
     }
     return best;
   };
+  int64_t wide_cost = 0;
   if (m <= 64) {
     // "wide": even one row of 64x128 tiles is >= 0.75 wave (N >= ~12k on 132 SMs)
     const bool wide = 4 * tiles(64, 128) >= 3 * s;
@@ -448,11 +453,22 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
     // 192 < M <= 256: 128-row tiles waste no more rows than 64-row ones;
     // with >= 1 wave of them, the wide-tile rule (N = 128256 at M = 200:
     // 128x256, 452 us against 651 for 128x128pp, H100)
-    if (m > 192 && tiles(128, 128) >= s) return wide_tile();
-    return tiles(64, 128) > 2 * s ? GemmTile::T64x128c2 : GemmTile::T64x128;
+    if (m > 192 && tiles(128, 128) >= s) return wide_tile(wide_cost);
+    if (tiles(64, 128) > 2 * s) return GemmTile::T64x128c2;
+    // 64x128 in two rounds (N = 5.6k-12.7k at M <= 192, 4.2k-8.4k above):
+    // a 128-row entry of the multi-tile rule, often in one round, where it
+    // costs less, 64x128 weighing 1800 per mille (H100, twenty-eighth
+    // session: one round of 64x128 at 192 x 4096 x 4096 20.0 us against
+    // 23.4 for one of 128x96 at 384 x 4096 x 4096; 256 x 6144 x 4096
+    // 34.5 us with 64x128, cuBLAS 24.5)
+    if (tiles(64, 128) > s) {
+      const GemmTile w = wide_tile(wide_cost);
+      if (wide_cost < cost(64, 128, 1800)) return w;
+    }
+    return GemmTile::T64x128;
   }
   if (m >= 2048) return GemmTile::T128x256;
-  if (2 * tiles(128, 128) >= s) return wide_tile();  // >= 0.5 wave of 128x128
+  if (2 * tiles(128, 128) >= s) return wide_tile(wide_cost);  // >= 0.5 wave of 128x128
   return GemmTile::T64x128;
 }
 
