@@ -424,6 +424,35 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
     return best;
   };
   int64_t wide_cost = 0;
+  // 32 < M <= 128: where the entry the rule below names needs more than one
+  // round of tiles, the entry of least area that needs one, if any (H100,
+  // twenty-eighth session, kernel times with the L2 flushed: 128 x 6144 x
+  // 4096 27.4 us with 64x64 in two rounds against 25.0 with 64x128 in one;
+  // 80 x 18944 x 4096 71.6 with 128x128 against 59.3 with 128x160; 40 x
+  // 5120 x 4096 26.9 with 64x32 against 20.7 with 64x64). Not a tile taller
+  // than M for one that is not: the TMA's zero fill of the rows past M is
+  // slow (80 x 11008 x 4096: 39.5 us with 64x64 in three rounds, 42.0 with
+  // 128x96 in one).
+  auto one_round = [&](GemmTile t) {
+    struct Entry {
+      int bm, bn;
+      GemmTile tile;
+    };
+    constexpr Entry kByArea[] = {{64, 64, GemmTile::T64x64},     {64, 128, GemmTile::T64x128},
+                                 {128, 96, GemmTile::T128x96},   {128, 128, GemmTile::T128x128},
+                                 {128, 160, GemmTile::T128x160}, {128, 168, GemmTile::T128x168},
+                                 {128, 192, GemmTile::T128x192}, {128, 224, GemmTile::T128x224},
+                                 {128, 256, GemmTile::T128x256}};
+    const int64_t n_tiles = visit_gemm_tile(t, [&](auto cfg) {
+      using C = decltype(cfg);
+      return tiles(C::BM, C::BN);
+    });
+    const bool inside = visit_gemm_tile(t, [&](auto cfg) { return decltype(cfg)::BM <= m; });
+    if (n_tiles <= s) return t;
+    for (const Entry& e : kByArea)
+      if (tiles(e.bm, e.bn) <= s && (e.bm <= m || !inside)) return e.tile;
+    return t;
+  };
   if (m <= 64) {
     // "wide": even one row of 64x128 tiles is >= 0.75 wave (N >= ~12k on 132 SMs)
     const bool wide = 4 * tiles(64, 128) >= 3 * s;
@@ -436,11 +465,11 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
     // the H200); otherwise 16x64s.
     if (m <= 16) return wide ? GemmTile::T16x64s : GemmTile::T16x32s;
     if (m <= 32 && !wide) return GemmTile::T16x64s;
-    if (wide) return GemmTile::T64x128;
+    if (wide) return m > 32 ? one_round(GemmTile::T64x128) : GemmTile::T64x128;
     // narrow N, 32 < M <= 64: 64x32 (twice the CTAs of 64x64)
-    return GemmTile::T64x32;
+    return one_round(GemmTile::T64x32);
   }
-  if (m <= 128) return 4 * tiles(128, 128) >= 3 * s ? GemmTile::T128x128 : GemmTile::T64x64;
+  if (m <= 128) return one_round(4 * tiles(128, 128) >= 3 * s ? GemmTile::T128x128 : GemmTile::T64x64);
   if (m <= 256) {
     // 128 < M <= 192 with >= 0.75 wave of 128-column tiles: 192x128, three
     // stacked m64n64 chains per consumer warpgroup sharing each B slice, B
