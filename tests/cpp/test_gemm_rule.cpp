@@ -6,7 +6,9 @@
 // M to 4096, then steps of 7), N of the common layers and a few odd ones,
 // batch 1 and 3, the SM counts of an H100 SXM and PCIe and an H200.
 // Negative control: the research entries are recognised as such, so the
-// check can fail.
+// check can fail. Then a few picks the H100 measurements settled (one
+// round of tiles where the first choice needs several), pinned so that a
+// change of the rule that moves them is seen.
 #include <cstdio>
 #include <initializer_list>
 
@@ -39,5 +41,30 @@ int main() {
           ++picks;
         }
   std::printf("gemm rule: %ld picks, none a measurement entry\n", picks);
+
+  // One round of tiles where the rule's first choice needs several
+  // (twenty-eighth session, measured on an H100, 132 SMs;
+  // docs/benchmarks_dense.md): the picks it made there, and the case it
+  // must leave alone (a tile taller than M does not replace one that is
+  // not: 80 x 11008 stays on 64x64).
+  struct Pick {
+    int64_t m, n;
+    GemmTile want;
+  };
+  const Pick pinned[] = {{40, 5120, GemmTile::T64x64},     {128, 6144, GemmTile::T64x128},
+                         {128, 11008, GemmTile::T128x96},  {80, 18944, GemmTile::T128x160},
+                         {80, 11008, GemmTile::T64x64},    {256, 6144, GemmTile::T128x96},
+                         {192, 11008, GemmTile::T128x168}, {384, 14336, GemmTile::T128x168},
+                         {192, 4096, GemmTile::T64x128},   {128, 4096, GemmTile::T64x64},
+                         {64, 4096, GemmTile::T64x32}};
+  for (const Pick& q : pinned) {
+    const GemmTile t = pick_gemm_tile(q.m, q.n, 1, 132);
+    if (t != q.want) {
+      std::fprintf(stderr, "pick_gemm_tile(m=%lld, n=%lld, 1, 132) = %s, the measured pick: %s\n",
+                   (long long)q.m, (long long)q.n, gemm_tile_name(t), gemm_tile_name(q.want));
+      return 1;
+    }
+  }
+  std::printf("gemm rule: %zu measured picks as expected\n", sizeof(pinned) / sizeof(pinned[0]));
   return 0;
 }
