@@ -408,7 +408,7 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
   auto cost = [&](int bm, int bn, int per_mille) {
     return (tiles(bm, bn) + s - 1) / s * (int64_t(bm) * bn) * per_mille;
   };
-  // (its least cost in `c`)
+  // The multi-tile rule's entry (above), its cost in c.
   auto wide_tile = [&](int64_t& c) {
     constexpr Shape kShapes[] = {{128, 256, 1000, GemmTile::T128x256}, {192, 192, 1000, GemmTile::T192x192w3},
                                  {256, 160, 1030, GemmTile::T256x160}, {128, 224, 1020, GemmTile::T128x224},
@@ -429,10 +429,11 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
   // twenty-eighth session, kernel times with the L2 flushed: 128 x 6144 x
   // 4096 27.4 us with 64x64 in two rounds against 25.0 with 64x128 in one;
   // 80 x 18944 x 4096 71.6 with 128x128 against 59.3 with 128x160; 40 x
-  // 5120 x 4096 26.9 with 64x32 against 20.7 with 64x64). Not a tile taller
-  // than M for one that is not: the TMA's zero fill of the rows past M is
-  // slow (80 x 11008 x 4096: 39.5 us with 64x64 in three rounds, 42.0 with
-  // 128x96 in one).
+  // 5120 x 4096 26.9 with 64x32 against 20.7 with 64x64). Never a tile
+  // taller than both M and the entry it replaces: the TMA's zero fill of
+  // the rows past M is slow (H100, 80 x 11008 x 4096: 39.5 us with 64x64 in
+  // three rounds, 42.0 with 128x96 in one; H200, 40 x 18944 x 4096: 51.7
+  // with 64x128 in two rounds, 59.6 with 128x160 in one).
   auto one_round = [&](GemmTile t) {
     struct Entry {
       int bm, bn;
@@ -447,10 +448,10 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
       using C = decltype(cfg);
       return tiles(C::BM, C::BN);
     });
-    const bool inside = visit_gemm_tile(t, [&](auto cfg) { return decltype(cfg)::BM <= m; });
+    const int64_t rows = visit_gemm_tile(t, [&](auto cfg) { return int64_t(decltype(cfg)::BM); });
     if (n_tiles <= s) return t;
     for (const Entry& e : kByArea)
-      if (tiles(e.bm, e.bn) <= s && (e.bm <= m || !inside)) return e.tile;
+      if (tiles(e.bm, e.bn) <= s && (e.bm <= m || e.bm <= rows)) return e.tile;
     return t;
   };
   if (m <= 64) {
