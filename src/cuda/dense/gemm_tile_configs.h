@@ -206,9 +206,9 @@ struct MmaTileConfig {
 //             round computes 12.5 % fewer elements; its last 40 columns
 //             are stored directly. Factor 1150, as 128x160 (H100, kernel
 //             times with the L2 flushed: 384 x 14336 x 4096 70.5 -> 67.2 us,
-//             cuBLAS 62.3; 128x176 measured 68.2 and was dropped). The
-//             rule also picks it at N = 6144 (M = 769-896) and 11008 (M =
-//             193-512) on 132 SMs.
+//             cuBLAS 62.3; 128x176 measured 68.2 and was dropped). On 132
+//             SMs the rule also picks it at N = 6144 (M = 769-896) and
+//             11008 (M = 129-256 and 385-512).
 //   T64x128c2 2 CTAs per SM (4 stages each): one CTA's epilogue and pipeline
 //             fill overlap the other's mainloop; 128 < M <= 256 with many
 //             column tiles.
