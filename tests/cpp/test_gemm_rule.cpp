@@ -22,7 +22,7 @@ int main() {
   for (GemmTile t : {GemmTile::T128x128pp, GemmTile::T128x256m2, GemmTile::T192x192, GemmTile::T192x128,
                      GemmTile::T64x256, GemmTile::T32x64s, GemmTile::T128x128m2, GemmTile::T128x128ppm2})
     CHECK(gemm_tile_research(t));
-  for (GemmTile t : {GemmTile::T128x256, GemmTile::T192x192w3, GemmTile::T192x128w3, GemmTile::T64x128,
+  for (GemmTile t : {GemmTile::T128x256, GemmTile::T192x192w3, GemmTile::T192x128w3, GemmTile::T64x128, GemmTile::T64x96,
                      GemmTile::T16x32s, GemmTile::T64x128c2})
     CHECK(!gemm_tile_research(t));
 
@@ -55,7 +55,7 @@ int main() {
                          {128, 11008, GemmTile::T128x96},  {80, 18944, GemmTile::T128x160},
                          {80, 11008, GemmTile::T64x64},    {256, 6144, GemmTile::T128x96},
                          {192, 11008, GemmTile::T128x168}, {384, 14336, GemmTile::T128x168},
-                         {192, 4096, GemmTile::T64x128},   {128, 4096, GemmTile::T64x64},
+                         {192, 4096, GemmTile::T64x96},    {128, 4096, GemmTile::T64x64},
                          {64, 4096, GemmTile::T64x32}};
   for (const Pick& q : pinned) {
     const GemmTile t = pick_gemm_tile(q.m, q.n, 1, 132);

@@ -301,7 +301,7 @@ def test_compiled_training_step_equals_eager():
 # of a 2-CTA cluster past M) and N = 520 (a multicast B half past N).
 GEMM_TILES = ["64x32", "64x64", "64x128", "64x256", "128x128", "128x256", "64x128c2", "128x256m2", "128x128m2",
               "128x128pp", "128x128ppm2", "16x32s", "16x64s", "32x64s", "192x128", "128x224", "128x192", "128x160",
-              "192x192", "256x160", "128x96", "192x192w3", "192x128w3", "128x168"]
+              "192x192", "256x160", "128x96", "192x192w3", "192x128w3", "128x168", "64x96"]
 # The measurement entries (gemm_tile_configs.h, kGemmResearchCfg): built
 # only with -DSAMEBITS_GEMM_RESEARCH_TILES=ON. Their checks run where the
 # library has them and are skipped where it does not (the default build).

@@ -199,7 +199,8 @@ struct MmaTileConfig {
 //             52.8 (192x192); 1280 x 4096 x 14336 185.9 / 233.8 -> 195.8
 //             (256x160); 768 x 14336 x 4096 123.5 / 134.1 -> 123.0
 //             (128x224). Tried with them: 64x96 (N = 4096 at M = 192: 129
-//             CTAs against 96 of 64x128) measured no faster, dropped.
+//             CTAs against 96 of 64x128) measured no faster, dropped (taken
+//             up again in the twenty-eighth session, below).
 //   T128x168  (twenty-eighth session) 128x192's layout, 168 columns: two
 //             rounds of tiles where 128x192 needs two and 128x160 three at
 //             N = 14336 and M = 257-384 (258 tiles against 225), so each
@@ -209,6 +210,12 @@ struct MmaTileConfig {
 //             cuBLAS 62.3; 128x176 measured 68.2 and was dropped). On 132
 //             SMs the rule also picks it at N = 6144 (M = 769-896) and
 //             11008 (M = 129-256 and 385-512).
+//   T64x96    (twenty-eighth session) 128 < M <= 256 where 64x128 makes one
+//             round and 64x96 does too: 129 CTAs at 192 x 4096, each a
+//             quarter less work. Tried in the twelfth session and no faster
+//             then; since the nineteenth session's k loop it is (H100,
+//             kernel times with the L2 flushed: 192 x 4096 x 4096 20.6 ->
+//             19.2 us, cuBLAS 18.5; 160 x 4096 x 4096 20.5 -> 19.2).
 //   T64x128c2 2 CTAs per SM (4 stages each): one CTA's epilogue and pipeline
 //             fill overlap the other's mainloop; 128 < M <= 256 with many
 //             column tiles.
@@ -252,7 +259,7 @@ struct MmaTileConfig {
 enum class GemmTile : int {
   T64x32 = 0, T64x64, T64x128, T64x256, T128x128, T128x256, T64x128c2, T128x256m2, T128x128m2, T128x128pp,
   T128x128ppm2, T16x32s, T16x64s, T32x64s, T192x128, T128x224, T128x192, T128x160, T192x192, T256x160, T128x96,
-  T192x192w3, T192x128w3, T128x168, kCount
+  T192x192w3, T192x128w3, T128x168, T64x96, kCount
 };
 
 constexpr bool kStaged = true;  // TileConfig's kTmaStore
@@ -286,6 +293,7 @@ using Cfg192x192w3 = TileConfig<3, 1, 192, 4, 1, 1, false, 1, kStaged>;
 // shared memory read per k16 row of the tile: 25 % fewer); 4 stages.
 using Cfg192x128w3 = TileConfig<3, 1, 128, 5, 1, 1, false, 1, kStaged>;
 using Cfg128x168 = TileConfig<2, 1, 168, 5, 1, 1, false, 1, kStaged>;
+using Cfg64x96 = TileConfig<1, 1, 96, 8>;
 using Cfg16x32s = MmaTileConfig<1, 2, 2, 32>;
 using Cfg16x64s = MmaTileConfig<1, 4, 2, 24>;
 using Cfg32x64s = MmaTileConfig<2, 4, 2, 20>;
@@ -339,6 +347,7 @@ inline const char* gemm_tile_name(GemmTile t) {
     case GemmTile::T192x192w3: return "192x192w3";
     case GemmTile::T192x128w3: return "192x128w3";
     case GemmTile::T128x168: return "128x168";
+    case GemmTile::T64x96: return "64x96";
     default: return "128x96";
   }
 }
@@ -371,6 +380,7 @@ decltype(auto) visit_gemm_tile(GemmTile t, F&& f) {
     case GemmTile::T192x192w3: return f(Cfg192x192w3{});
     case GemmTile::T192x128w3: return f(Cfg192x128w3{});
     case GemmTile::T128x168: return f(Cfg128x168{});
+    case GemmTile::T64x96: return f(Cfg64x96{});
     default: return f(Cfg128x96{});
   }
 }
@@ -495,6 +505,11 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
       const GemmTile w = wide_tile(wide_cost);
       if (wide_cost < cost(64, 128, 1800)) return w;
     }
+    // One round of 64x128: 64x96 where it is one round too (N <= ~4.2k at
+    // M <= 192, ~3.2k above), a quarter less work a CTA (H100, twenty-eighth
+    // session: 192 x 4096 x 4096 20.6 -> 19.2 us, cuBLAS 18.5; 192 x 4096 x
+    // 14336 55.1 -> 51.8)
+    if (tiles(64, 96) <= s) return GemmTile::T64x96;
     return GemmTile::T64x128;
   }
   if (m >= 2048) return GemmTile::T128x256;
