@@ -4,6 +4,7 @@
 # forced and the default, compared), test_cuda.py -k gemm on the new one,
 # then the default of each library at the shapes whose pick changed
 # (gemm_cluster_probe.py --configs default, clean L2, CAPTURES graphs),
+# ALIASES: "NEW=OLD" entry pairs for the bits compare (a new entry),
 # ROUNDS rounds alternated. Tables in $OUT/table.txt.
 CARRY=${CARRY:-.carry/rule2}
 source bench/device_common.sh
@@ -16,7 +17,7 @@ for v in old new; do
   SAMEBITS_LIBRARY=$L PYTHONPATH=python timeout 200 python3 bench/gemm_bits_dump.py dump "/tmp/bits_$v.json" > "$OUT/bits_$v.log" 2>&1
   sum+=("bits dump $v rc=$? $(tail -1 "$OUT/bits_$v.log")")
 done
-python3 bench/gemm_bits_dump.py compare /tmp/bits_old.json /tmp/bits_new.json > "$OUT/bits_compare.log" 2>&1
+python3 bench/gemm_bits_dump.py compare /tmp/bits_old.json /tmp/bits_new.json ${ALIASES:-} > "$OUT/bits_compare.log" 2>&1
 sum+=("bits new vs old rc=$? $(tail -1 "$OUT/bits_compare.log")")
 SAMEBITS_LIBRARY=$C/libsamebits.so PYTHONPATH=python timeout 300 python3 -m pytest -q -p no:cacheprovider tests/python/test_cuda.py -k "gemm or linear or mm" > "$OUT/pytest.log" 2>&1
 sum+=("pytest gemm rc=$? $(tail -1 "$OUT/pytest.log")")
