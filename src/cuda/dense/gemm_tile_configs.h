@@ -454,12 +454,9 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
                                  {128, 160, GemmTile::T128x160}, {128, 168, GemmTile::T128x168},
                                  {128, 192, GemmTile::T128x192}, {128, 224, GemmTile::T128x224},
                                  {128, 256, GemmTile::T128x256}};
-    const int64_t n_tiles = visit_gemm_tile(t, [&](auto cfg) {
-      using C = decltype(cfg);
-      return tiles(C::BM, C::BN);
-    });
-    const int64_t rows = visit_gemm_tile(t, [&](auto cfg) { return int64_t(decltype(cfg)::BM); });
-    if (n_tiles <= s) return t;
+    const int rows = visit_gemm_tile(t, [](auto cfg) { return decltype(cfg)::BM; });
+    const int cols = visit_gemm_tile(t, [](auto cfg) { return decltype(cfg)::BN; });
+    if (tiles(rows, cols) <= s) return t;
     for (const Entry& e : kByArea)
       if (tiles(e.bm, e.bn) <= s && (e.bm <= m || e.bm <= rows)) return e.tile;
     return t;
