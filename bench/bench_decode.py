@@ -27,9 +27,17 @@ counts for none of them; without it the eager calls are timed.
 --short N: every sequence holds context - N keys, so its last KV block is
 partial (what a real decode batch has almost always); the peers get the same
 keys.
+--layout nhd (default) | hnd: the memory order of samebits' cache. nhd is
+(pages, page_size, Hk, D) row-major, the flash-attn cache layout: a KV
+head's keys sit 256 bytes apart every Hk x 256 bytes. hnd holds
+(pages, Hk, page_size, D) and passes its (pages, page_size, Hk, D) view
+(transpose(1, 2), strides only): a head's keys of a page are contiguous.
+--peer-layout hsd (default) | shd: the peers' K and V, contiguous
+(B, Hk, keys, D), or the (B, Hk, keys, D) view of a contiguous
+(B, keys, Hk, D) tensor (the nhd order).
 
 usage: python bench/bench_decode.py --out DIR [--reps 20] [--no-flex] [--graph] [--short N] [--flush read|write]
-    [--page P] [--shapes 1x32768,...]
+    [--page P] [--layout nhd|hnd] [--peer-layout hsd|shd] [--shapes 1x32768,...]
 (PYTHONPATH=python and SAMEBITS_LIBRARY pointing at the library when run
 from a source tree).
 """
@@ -108,6 +116,8 @@ def main():
     ap.add_argument("--short", type=int, default=0, help="keys per sequence: context - SHORT")
     ap.add_argument("--page", type=int, default=64,
                     help="page size of samebits' cache (16..256; 0: a contiguous cache, no block table)")
+    ap.add_argument("--layout", choices=("nhd", "hnd"), default="nhd", help="samebits' cache memory order (above)")
+    ap.add_argument("--peer-layout", choices=("hsd", "shd"), default="hsd", help="the peers' K/V memory order (above)")
     ap.add_argument("--flush", choices=("write", "read"), default="read", help="the L2 flush (see above)")
     ap.add_argument("--shapes", default="", help="comma list of BxCONTEXT to run (default: all)")
     args = ap.parse_args()
@@ -129,19 +139,19 @@ def main():
         shapes = [tuple(int(x) for x in sh.split("x")) for sh in args.shapes.split(",")]
     for B, ctx in shapes:
         row = {"gpu": torch.cuda.get_device_name(), "batch": B, "context": ctx, "heads": H, "kv_heads": HK,
-               "head_dim": D, "page": PAGE, "copy_gbs": copy_gbs, "graph": args.graph, "flush": args.flush}
+               "head_dim": D, "page": PAGE, "layout": args.layout, "peer_layout": args.peer_layout, "copy_gbs": copy_gbs, "graph": args.graph, "flush": args.flush}
         keys = ctx - args.short
         row["keys"] = keys
         kv_bytes = 2 * B * keys * HK * D * 2
         q = torch.randn(B, 1, H, D, dtype=torch.bfloat16, device=dev)
-        if PAGE:
-            pages = B * ctx // PAGE
-            kc = torch.randn(pages, PAGE, HK, D, dtype=torch.bfloat16, device=dev)
-            table = torch.randperm(pages, device=dev, dtype=torch.int32).view(B, ctx // PAGE)
-        else:  # a contiguous (B, ctx, Hk, D) cache
-            kc = torch.randn(B, ctx, HK, D, dtype=torch.bfloat16, device=dev)
-            table = None
-        vc = torch.randn_like(kc)
+        def cache():  # (pages | B, page_size | ctx, Hk, D), in --layout's memory order
+            n, s = (B * ctx // PAGE, PAGE) if PAGE else (B, ctx)
+            if args.layout == "hnd":
+                return torch.randn(n, HK, s, D, dtype=torch.bfloat16, device=dev).transpose(1, 2)
+            return torch.randn(n, s, HK, D, dtype=torch.bfloat16, device=dev)
+        kc, vc = cache(), cache()
+        # paged: pages scattered; else a contiguous cache of one page per sequence
+        table = torch.randperm(B * ctx // PAGE, device=dev, dtype=torch.int32).view(B, ctx // PAGE) if PAGE else None
         seqlens = torch.full((B,), keys, dtype=torch.int32, device=dev)
         ws_bytes, _ = samebits.kvcache_workspace_size(q, kc, table)
         ws = torch.empty(max(ws_bytes, 1), dtype=torch.uint8, device=dev)  # caller workspace: capturable
@@ -150,9 +160,12 @@ def main():
                                                                      workspace=ws)}
         # the peers' contiguous cache holds the same keys in logical order
         def logical(c):
-            return c if table is None else c[table.long().view(-1)].view(B, ctx, HK, D)
-        kd = logical(kc)[:, :keys].transpose(1, 2).contiguous()
-        vd = logical(vc)[:, :keys].transpose(1, 2).contiguous()
+            return c if table is None else c[table.long().view(-1)].reshape(B, ctx, HK, D)
+        def peer(c):
+            if args.peer_layout == "shd":
+                return logical(c)[:, :keys].contiguous().transpose(1, 2)
+            return logical(c)[:, :keys].transpose(1, 2).contiguous()
+        kd, vd = peer(kc), peer(vc)
         qd = q.transpose(1, 2)
         from torch.nn.attention import SDPBackend, sdpa_kernel
         for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
@@ -189,13 +202,15 @@ def main():
         torch.cuda.empty_cache()
     os.makedirs(args.out, exist_ok=True)
     tag = (("_graph" if args.graph else "") + (f"_short{args.short}" if args.short else "")
-           + (f"_page{args.page}" if args.page != 64 else "") + ("_writeflush" if args.flush == "write" else ""))
+           + (f"_page{args.page}" if args.page != 64 else "") + (f"_{args.layout}" if args.layout != "nhd" else "")
+           + (f"_peer{args.peer_layout}" if args.peer_layout != "hsd" else "") + ("_writeflush" if args.flush == "write" else ""))
     with open(os.path.join(args.out, f"bench_decode{tag}.json"), "w") as f:
         json.dump(rows, f, indent=1)
     names = ["samebits", "flash", "cudnn", "flex"]
     mode = "CUDA-graph replays" if args.graph else "eager calls"
     lines = [f"copy bandwidth {copy_gbs:.0f} GB/s; GB/s of K/V read (% of copy); {mode}; "
-             f"keys per sequence: context - {args.short}; page {args.page}; L2 flush: {args.flush}", "",
+             f"keys per sequence: context - {args.short}; page {args.page}; layout {args.layout}; "
+             f"peers {args.peer_layout}; L2 flush: {args.flush}", "",
              "| batch | context | " + " | ".join(names) + " | samebits / best peer |",
              "|---|---|" + "---|" * (len(names) + 1)]
     for r in rows:
