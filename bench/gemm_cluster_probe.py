@@ -29,6 +29,9 @@ ap.add_argument("--captures", type=int, default=1,
                 help="graphs captured per configuration (each with its own output buffer), timed in turn; the "
                      "time reported is the median over all of them (the output's placement moves a call's time)")
 ap.add_argument("--tiles", default="", help="comma list of entries to force (SAMEBITS_GEMM_TILE), run after --configs")
+ap.add_argument("--trace", default="", help="a folder: after the timing, each configuration once more, eagerly, with "
+                "SAMEBITS_GEMM_TRACE=<folder>/<shape>_<configuration>.txt (a -DSAMEBITS_GEMM_PROBE library, "
+                "branch gemm-probe)")
 ap.add_argument("--flush", choices=("read", "write"), default="read",
                 help="read: 256 MiB written then 256 MiB read (clean L2); write: the 256 MiB write alone (dirty L2)")
 args = ap.parse_args()
@@ -51,10 +54,30 @@ CONFIGS = [
 ]
 if args.configs:
     CONFIGS = [c for c in CONFIGS if c[0] in args.configs.split(",")]
-# "<entry>@direct": the entry without its staged epilogue
-CONFIGS += [(t, {"SAMEBITS_GEMM_TILE": t.split("@")[0], **({"SAMEBITS_GEMM_EPILOGUE": "direct"} if t.endswith("@direct") else {})})
-            for t in args.tiles.split(",") if t and t not in dict(CONFIGS)]
-KNOBS = ("SAMEBITS_GEMM_TILE", "SAMEBITS_GEMM_FAKE_CLUSTER", "SAMEBITS_GEMM_CLUSTER_POLICY", "SAMEBITS_GEMM_EPILOGUE")
+
+
+def tile_config(t):
+    """'<entry>[@direct][~][%P][^G]': the entry forced ('rule': the default
+    pick); @direct without its staged epilogue; ~ launched as fake 2-CTA
+    clusters; %P with SAMEBITS_GEMM_CLUSTER_PROBE=P (a library built with
+    -DSAMEBITS_GEMM_PROBE from branch gemm-probe: the knobs live there, not
+    in main); ^G with SAMEBITS_GEMM_GROUP_M=G."""
+    name = t.split("@")[0].split("~")[0].split("%")[0].split("^")[0]
+    env = {} if name == "rule" else {"SAMEBITS_GEMM_TILE": name}
+    if "^" in t:
+        env["SAMEBITS_GEMM_GROUP_M"] = t.split("^")[1].split("%")[0].split("~")[0]
+    if "@direct" in t:
+        env["SAMEBITS_GEMM_EPILOGUE"] = "direct"
+    if "~" in t:
+        env["SAMEBITS_GEMM_FAKE_CLUSTER"] = "2"
+    if "%" in t:
+        env["SAMEBITS_GEMM_CLUSTER_PROBE"] = t.split("%")[1].split("^")[0].split("~")[0]
+    return env
+
+
+CONFIGS += [(t, tile_config(t)) for t in args.tiles.split(",") if t and t not in dict(CONFIGS)]
+KNOBS = ("SAMEBITS_GEMM_TILE", "SAMEBITS_GEMM_FAKE_CLUSTER", "SAMEBITS_GEMM_CLUSTER_POLICY", "SAMEBITS_GEMM_EPILOGUE",
+         "SAMEBITS_GEMM_CLUSTER_PROBE", "SAMEBITS_GEMM_TRACE", "SAMEBITS_GEMM_GROUP_M")
 
 
 def set_env(env):
@@ -118,6 +141,19 @@ for sh in args.shapes.split(","):
     med = {k: sorted(v)[len(v) // 2] for k, v in ts.items()}
     row = {"M": M, "N": N, "K": K, "flush": args.flush, "us": med}
     rows.append(row)
+    if args.trace:
+        os.makedirs(args.trace, exist_ok=True)
+        for name, env in CONFIGS:
+            if (name, 0) not in runs:
+                continue
+            set_env({**env, "SAMEBITS_GEMM_TRACE": os.path.join(args.trace, f"{sh}_{name.replace('%', 'p')}.txt")})
+            for _ in range(2):  # the second call's trace is the warm one
+                flush_w.zero_()
+                if args.flush == "read":
+                    flush_r.sum()
+                D.linear(x, w)
+                torch.cuda.synchronize()
+        set_env({})
     cb = med["cuBLAS"]
     print(f"{sh}: " + "  ".join(f"{k} {v:.1f} ({cb / v:.2f})" for k, v in med.items()), flush=True)
     del x, w, runs
