@@ -171,7 +171,9 @@ __device__ __forceinline__ DecodeWork decode_work_at(const AttentionDecodeParams
 
 template <class Cfg>
 __device__ __forceinline__ DecodeWork decode_work(const AttentionDecodeParams& p) {
-  if constexpr (Cfg::kHeadMajor)  // grid (max_splits * Hk, tiles, batch)
+  if constexpr (Cfg::kWalk)  // grid (Hk, tiles, batch); the walk takes each split's work itself
+    return decode_work_at<Cfg>(p, 0, blockIdx.y, blockIdx.z, blockIdx.x);
+  else if constexpr (Cfg::kHeadMajor)  // grid (max_splits * Hk, tiles, batch)
     return decode_work_at<Cfg>(p, blockIdx.x / p.num_heads_k, blockIdx.y, blockIdx.z, blockIdx.x % p.num_heads_k);
   else  // grid (max_splits, tiles, batch * Hk)
     return decode_work_at<Cfg>(p, blockIdx.x, blockIdx.y, blockIdx.z / p.num_heads_k, blockIdx.z % p.num_heads_k);
@@ -374,10 +376,14 @@ struct DecodeProducer {
 
   // Block `it` (0-based) of the walk, n = n_first + it, into stage
   // it % kStages once every consumer warp released the stage.
+  // `ring` (default it): the ring position, which a walk over several
+  // splits (Cfg::kWalk) counts across them.
   __device__ static void load_kv(const AttentionDecodeParams& p, const DecodeWork& w,
-                                 const DecodeSmem<Cfg>& smem, int it, const WalkPages& wp, int lane) {
-    const int s = it % Cfg::kStages;
-    const uint32_t parity = (it / Cfg::kStages) & 1;
+                                 const DecodeSmem<Cfg>& smem, int it, const WalkPages& wp, int lane,
+                                 int ring = -1) {
+    if (ring < 0) ring = it;
+    const int s = ring % Cfg::kStages;
+    const uint32_t parity = (ring / Cfg::kStages) & 1;
     const int k0 = (w.n_first + it) * Cfg::kBlockN;
     // The block ending past lk by TMA too (keys < Bn): its consumer zeroes
     // V's rows past lk before P V.
@@ -416,7 +422,7 @@ struct DecodeProducer {
       prefetch_tensor_map(&p.tma_v);
     }
     const int blocks = w.n_last - w.n_first + 1;
-    const WalkPages wp = read_walk_pages(p, w, lane);
+    const WalkPages wp = Cfg::kWalk ? WalkPages{} : read_walk_pages(p, w, lane);
     // Q: kQRows (64, kMma 16) packed rows; rows past the wave are zero.
     const Elem* q = static_cast<const Elem*>(p.q) + w.b * p.q_batch_stride;
     const int G = p.head_group;
@@ -426,7 +432,22 @@ struct DecodeProducer {
       const int i = p.q_begin + R / G, h = w.hk * G + R % G;
       return q + static_cast<int64_t>(i) * p.q_row_stride + h * p.q_head_stride;
     };
-    if constexpr (Cfg::kMma) {
+    if constexpr (Cfg::kWalk) {
+      // Q first, then every split's blocks ascending through one ring (the
+      // consumer walks the same sequence: the splits some row of the tile
+      // sees, each split's blocks n_first .. n_last).
+      uint4 qv[kQUnits];
+      load_q_regs(qv, q_row, lane);
+      store_q_regs(smem.q(), qv, lane);
+      signal(smem.q_full());
+      int ring = 0;
+      for (int split = 0; split < p.max_splits; ++split) {
+        const DecodeWork ws = decode_work_at<Cfg>(p, split, w.tile, w.b, w.hk);
+        if (ws.n_last < ws.n_first) continue;
+        const WalkPages wps = read_walk_pages(p, ws, lane);
+        for (int it = 0; it <= ws.n_last - ws.n_first; ++it, ++ring) load_kv(p, ws, smem, it, wps, lane, ring);
+      }
+    } else if constexpr (Cfg::kMma) {
       // Q's loads (16 rows: a few per lane) and the table's are in flight
       // together; the first stages' K/V are requested as soon as the table
       // arrives, and Q goes to shared memory after them. Three dependent
@@ -680,7 +701,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm)
   extern __shared__ uint8_t smem_raw[];
   const uint32_t raw = smem_addr(smem_raw);
   const DecodeSmem<Cfg> smem{smem_raw + ((1024 - (raw % 1024)) % 1024)};
-  if (w.n_last >= w.n_first) {
+  if (Cfg::kWalk || w.n_last >= w.n_first) {  // the walk: its rows are written whatever they see
     if (threadIdx.x == 0) {
       mbar_init(smem.q_full(), 32);
       for (int s = 0; s < Cfg::kStages; ++s) {

@@ -180,6 +180,49 @@ sb_status launch_fold(const AttentionDecodeParams& params, cudaStream_t stream, 
   return SB_OK;
 }
 
+// FREE. Where the mma schedule walks every split of a tile in one CTA and
+// folds them itself (DecodeConfig::kWalk; no partials, no combine):
+// SAMEBITS_DECODE_WALK (read on every call) unset or 1 = the rule below,
+// 0 = never, `force` = wherever a tile has more than one split. All give
+// the same bits.
+enum class WalkMode { kOff, kRule, kForce };
+inline WalkMode decode_walk_mode() {
+  const char* env = std::getenv("SAMEBITS_DECODE_WALK");
+  if (env == nullptr || env[0] == '\0') return WalkMode::kRule;
+  if (std::strcmp(env, "0") == 0) return WalkMode::kOff;
+  return std::strcmp(env, "force") == 0 ? WalkMode::kForce : WalkMode::kRule;
+}
+
+// FREE. The fewest tiles (sequence x KV head x packed query tile) for which
+// the rule walks: two CTAs an SM on 132 SMs, so that the walk's CTAs still
+// fill the device's slots.
+constexpr int64_t kWalkMinTiles = 264;
+
+// Pass 1 as one walk per tile (Cfg::kWalk): grid (Hk, tiles, batch). Sets
+// *launched = false, launching nothing, where it does not walk (one split,
+// or the rule: fewer than kWalkMinTiles tiles); the caller then runs the
+// split schedules, which give the same bits.
+template <class Cfg>
+sb_status launch_walk(const AttentionDecodeParams& params, cudaStream_t stream, WalkMode mode, bool* launched) {
+  *launched = false;
+  static_assert(Cfg::kWalk, "the walk's configuration");
+  const int64_t tiles = static_cast<int64_t>(params.tiles_per_seq) * params.batch * params.num_heads_k;
+  if (mode == WalkMode::kOff || params.max_splits < 2) return SB_OK;
+  if (mode == WalkMode::kRule && tiles < kWalkMinTiles) return SB_OK;
+  constexpr auto kernel = attention_decode_split_sm90_kernel<Cfg>;
+  if (cudaError_t err = opt_in_shared_memory<kernel>(Cfg::kSmemBytes, Cfg::kCtasPerSm > 1); err != cudaSuccess)
+    return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: cudaFuncSetAttribute: ") +
+                                   cudaGetErrorString(err));
+  const dim3 grid(static_cast<unsigned>(params.num_heads_k), static_cast<unsigned>(params.tiles_per_seq),
+                  static_cast<unsigned>(params.batch));
+  kernel<<<grid, Cfg::kThreads, Cfg::kSmemBytes, stream>>>(params);
+  if (cudaError_t err = cudaGetLastError(); err != cudaSuccess)
+    return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: split kernel launch (walk): ") +
+                                   cudaGetErrorString(err));
+  *launched = true;
+  return SB_OK;
+}
+
 // FREE. Whether the combine is launched with programmatic dependent launch
 // (SAMEBITS_DECODE_PDL: unset or 1 = yes, 0 = a plain launch; read on every
 // call). Either way the combine reads the partials only after pass 1 has
@@ -241,6 +284,13 @@ sb_status launch_attention_decode(const AttentionDecodeParams& params, int varia
     // The mma schedules of 2 to 8 splits may fold them inside pass 1 (no
     // combine; launch_fold says where).
     if (mma && !params.direct_out) {
+      const WalkMode walk = decode_walk_mode();
+      if (variant == kDecodeTwoPerSmHeadMajor || walk == WalkMode::kForce) {
+        bool walked = false;
+        st = launch_walk<DecodeConfig<D, kBf16, kDecodeTwoPerSmHeadMajor, true, false, true>>(params, stream, walk,
+                                                                                              &walked);
+        if (st != SB_OK || walked) return st;
+      }
       bool folded = false;
       st = variant == kDecodeTwoPerSmHeadMajor
                ? launch_fold<DecodeConfig<D, kBf16, kDecodeTwoPerSmHeadMajor, true, true>>(params, stream,

@@ -313,10 +313,36 @@ struct DecodeMmaConsumer {
     for (int oc = 0; oc < kOC; ++oc)
 #pragma unroll
       for (int r = 0; r < 4; ++r) acc[oc][r] = 0.f;
+    // Cfg::kWalk: the fold of the splits walked so far, per row (the
+    // combine's M, L, ACC of this thread's columns); `folded`: a split of
+    // the row's is in it.
+    float fM[2] = {-CUDART_INF_F, -CUDART_INF_F}, fL[2] = {0.f, 0.f};
+    float fA[kOC][4];
+    bool folded[2] = {false, false};
+    if constexpr (Cfg::kWalk) {
+#pragma unroll
+      for (int oc = 0; oc < kOC; ++oc)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) fA[oc][r] = 0.f;
+    }
 
-    for (int n = w.n_first, it = 0; n <= w.n_last; ++n, ++it) {
-      const int s = it % Cfg::kStages;
-      const uint32_t parity = (it / Cfg::kStages) & 1;
+    // One split (the split this CTA was launched for), or (kWalk) every
+    // split some row of the tile sees, ascending, through one ring.
+    int ring = 0;
+    for (int split = 0; split < (Cfg::kWalk ? p.max_splits : 1); ++split) {
+    const DecodeWork ws = Cfg::kWalk ? decode_work_at<Cfg>(p, split, w.tile, w.b, w.hk) : w;
+    if (Cfg::kWalk) {
+      if (ws.n_last < ws.n_first) continue;
+      m[0] = m[1] = -CUDART_INF_F;  // a new split's state, as pass 1's CTA of that split starts
+      l[0] = l[1] = 0.f;
+#pragma unroll
+      for (int oc = 0; oc < kOC; ++oc)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) acc[oc][r] = 0.f;
+    }
+    for (int n = ws.n_first, it = 0; n <= ws.n_last; ++n, ++it, ++ring) {
+      const int s = ring % Cfg::kStages;
+      const uint32_t parity = (ring / Cfg::kStages) & 1;
       const int k0 = n * kBn;
 
       // S = Q K^T for this warp's keys.
@@ -331,7 +357,7 @@ struct DecodeMmaConsumer {
       // columns, then the four warps' values.
       {
         float mx[2];
-        logits_mask_max(sc, mx, score, vis, w, lo, hi, k0, warp, q4);
+        logits_mask_max(sc, mx, score, vis, ws, lo, hi, k0, warp, q4);
         if (q4 == 0) {
           x.max[warp * 16 + g] = mx[0];
           x.max[warp * 16 + 8 + g] = mx[1];
@@ -410,6 +436,36 @@ struct DecodeMmaConsumer {
     l[0] = x.l[g];
     l[1] = x.l[8 + g];
 
+    if constexpr (Cfg::kWalk) {
+      // The split into each row's fold, as the combine folds the splits a
+      // row sees (those of its keys [lo, hi]): the first copied, the
+      // others by fold_weights and the ACC line, splits ascending.
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        if (!valid[h] || ws.lk <= 0 || hi[h] < lo[h]) continue;
+        if (split < lo[h] / Cfg::kSplit || split > hi[h] / Cfg::kSplit) continue;
+        if (!folded[h]) {
+          fM[h] = m[h];
+          fL[h] = l[h];
+#pragma unroll
+          for (int oc = 0; oc < kOC; ++oc) {
+            fA[oc][2 * h] = acc[oc][2 * h];
+            fA[oc][2 * h + 1] = acc[oc][2 * h + 1];
+          }
+          folded[h] = true;
+        } else {
+          float a, b;
+          fold_weights(fM[h], fL[h], m[h], l[h], a, b);
+#pragma unroll
+          for (int oc = 0; oc < kOC; ++oc) {
+            fA[oc][2 * h] = __fadd_rn(__fmul_rn(fA[oc][2 * h], a), __fmul_rn(acc[oc][2 * h], b));
+            fA[oc][2 * h + 1] = __fadd_rn(__fmul_rn(fA[oc][2 * h + 1], a), __fmul_rn(acc[oc][2 * h + 1], b));
+          }
+        }
+      }
+      continue;
+    }
+
     if constexpr (Cfg::kFold) {
       // The split's (m, l, acc) of each valid row, f32, to this CTA's
       // shared memory for the cluster's fold. K's stage 0 is free: every
@@ -458,6 +514,21 @@ struct DecodeMmaConsumer {
       if (warp == 0 && q4 == 0) *reinterpret_cast<float2*>(p.ws_ml + slot * 2) = make_float2(m[h], l[h]);
     }
     trace_print(w);
+    }  // splits
+
+    if constexpr (Cfg::kWalk) {
+      // out and lse of every valid row: the combine's output step on the
+      // fold (a row that sees no key: out = 0, lse as the combine writes).
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        if (!valid[h]) continue;
+        const int R = w.r_begin + g + 8 * h;
+        const int i = p.q_begin + R / p.head_group, head = w.hk * p.head_group + R % p.head_group;
+        const bool sees = w.lk > 0 && hi[h] >= lo[h];  // the combine's condition
+        write_row_direct(p, w.b, head, i, sees ? fM[h] : -CUDART_INF_F, sees ? fL[h] : 0.f, fA, h, sees, warp,
+                         q4);
+      }
+    }
   }
 
   __device__ static void trace_print(const DecodeWork& w) {

@@ -156,7 +156,8 @@ struct DecodeWorkspace {
 // Consumer<Cfg> reads (kHeadDim, kBf16, kBlockN, kBlockM, kRowBytes) mean
 // exactly what they mean in FwdConfig, so Consumer<DecodeConfig> runs the
 // forward's own S = Q K^T, softmax step and P V (attention_fwd_sm90_mainloop.h).
-template <int kHeadDim_, bool kBf16_, int kVariant_ = kDecodeMain, bool kMma_ = false, bool kFold_ = false>
+template <int kHeadDim_, bool kBf16_, int kVariant_ = kDecodeMain, bool kMma_ = false, bool kFold_ = false,
+          bool kWalk_ = false>
 struct DecodeConfig {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr bool kBf16 = kBf16_;
@@ -181,7 +182,7 @@ struct DecodeConfig {
   static constexpr bool kTwoPerSm = kVariant == kDecodeTwoPerSmHeadMajor && kHeadDim <= 128;
   // (kFold_: the grid keeps a tile's splits next to each other, the
   // cluster, whatever the schedule.)
-  static constexpr bool kHeadMajor = kVariant == kDecodeTwoPerSmHeadMajor && !kFold_;
+  static constexpr bool kHeadMajor = kVariant == kDecodeTwoPerSmHeadMajor && !kFold_ && !kWalk_;
   static constexpr bool kEarlyKv = kVariant != kDecodeMain;     // K/V of the first stages before Q
   static constexpr bool kDirectOut = decode_direct_out(kVariant, kHeadDim, kMma_);  // one-split rows by pass 1
   static constexpr int kCtasPerSm = kTwoPerSm ? 2 : 1;
@@ -203,6 +204,14 @@ struct DecodeConfig {
   // schedule 4's grid is then split-major like 0's.
   static constexpr bool kFold = kFold_;
   static_assert(!kFold || kMma, "the fold runs with the mma consumer");
+  // FREE. One CTA walks every split of its tile, one after the other
+  // through one K/V ring, folds each finished split into the row's running
+  // state in the combine's order (fold_weights, splits ascending, the first
+  // one the row sees copied) and writes out and lse itself: no partials,
+  // no combine launch. Grid (Hk, tiles, batch), KV head fastest. The mma
+  // consumer only ("Every split in one CTA", docs/decode_design.md).
+  static constexpr bool kWalk = kWalk_;
+  static_assert(!kWalk || (kMma && !kFold), "the walk runs with the mma consumer, without the cluster fold");
   // Arrivals that release a K or V stage: one per consumer warp after its
   // wgmma wait, or (kMma) every consumer thread after its ldmatrix reads.
   static constexpr int kEmptyArrivals = kMma ? kConsumerThreads : 4;
