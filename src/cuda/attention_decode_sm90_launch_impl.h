@@ -193,22 +193,60 @@ inline WalkMode decode_walk_mode() {
   return std::strcmp(env, "force") == 0 ? WalkMode::kForce : WalkMode::kRule;
 }
 
-// FREE. The fewest tiles (sequence x KV head x packed query tile) for which
-// the rule walks: two CTAs an SM on 132 SMs, so that the walk's CTAs still
-// fill the device's slots.
-constexpr int64_t kWalkMinTiles = 264;
+// FREE. Where the rule walks, in tiles (sequence x KV head x packed query
+// tile; a walk is one CTA, two an SM): at least kWalkMinTiles, and a last
+// wave of walks (of 2 x SMs) either whole or of at least kWalkMinTail
+// tiles, so that the walks still running at the end keep the device's
+// memory busy. Measured on an H100 (docs/decode_design.md, "Every split in
+// one CTA"; d 128, GQA 8:1, walk against the split schedules and combine):
+// 128-512 tiles 1-7 % faster (16 x 4k, 16 x 16k, 24-32 x 4k, 32 x 8k,
+// 48 x 4k, 64 x 4k), 2048 tiles 2 %; 64 tiles (8 x 8k) 5 % and 320 tiles
+// (40 x 4k: a last wave of 56) 3 % slower.
+constexpr int64_t kWalkMinTiles = 128;
+constexpr int64_t kWalkMinTail = 96;
+
+// Whether the rule walks `tiles` on a device of `sms` SMs (two walks an SM).
+constexpr bool walk_pays(int64_t tiles, int64_t sms) {
+  const int64_t slots = 2 * sms;
+  const int64_t tail = tiles % slots;
+  return tiles >= kWalkMinTiles && (tail == 0 || tail >= kWalkMinTail);
+}
+static_assert(walk_pays(128, 132) && walk_pays(384, 132) && walk_pays(2048, 132) && !walk_pays(320, 132) &&
+                  !walk_pays(64, 132),
+              "the measured shapes");
+
+// SMs of the current device, asked once per device (0 where the query fails).
+inline int64_t device_sms() {
+  static std::atomic<int> known[64];  // the answer + 1; 0: not asked yet
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
+    cudaGetLastError();
+    return 0;
+  }
+  int v = known[dev].load(std::memory_order_relaxed);
+  if (v == 0) {
+    int sms = 0;
+    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+      cudaGetLastError();
+      sms = 0;
+    }
+    v = sms + 1;
+    known[dev].store(v, std::memory_order_relaxed);
+  }
+  return v - 1;
+}
 
 // Pass 1 as one walk per tile (Cfg::kWalk): grid (Hk, tiles, batch). Sets
 // *launched = false, launching nothing, where it does not walk (one split,
-// or the rule: fewer than kWalkMinTiles tiles); the caller then runs the
-// split schedules, which give the same bits.
+// or where walk_pays says no); the caller then runs the split schedules,
+// which give the same bits.
 template <class Cfg>
 sb_status launch_walk(const AttentionDecodeParams& params, cudaStream_t stream, WalkMode mode, bool* launched) {
   *launched = false;
   static_assert(Cfg::kWalk, "the walk's configuration");
   const int64_t tiles = static_cast<int64_t>(params.tiles_per_seq) * params.batch * params.num_heads_k;
   if (mode == WalkMode::kOff || params.max_splits < 2) return SB_OK;
-  if (mode == WalkMode::kRule && tiles < kWalkMinTiles) return SB_OK;
+  if (mode == WalkMode::kRule && !walk_pays(tiles, device_sms())) return SB_OK;
   constexpr auto kernel = attention_decode_split_sm90_kernel<Cfg>;
   if (cudaError_t err = opt_in_shared_memory<kernel>(Cfg::kSmemBytes, Cfg::kCtasPerSm > 1); err != cudaSuccess)
     return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: cudaFuncSetAttribute: ") +
@@ -285,6 +323,7 @@ sb_status launch_attention_decode(const AttentionDecodeParams& params, int varia
     // combine; launch_fold says where).
     if (mma && !params.direct_out) {
       const WalkMode walk = decode_walk_mode();
+      // (the rule's schedule at these grids is 4; a forced 0 keeps the splits)
       if (variant == kDecodeTwoPerSmHeadMajor || walk == WalkMode::kForce) {
         bool walked = false;
         st = launch_walk<DecodeConfig<D, kBf16, kDecodeTwoPerSmHeadMajor, true, false, true>>(params, stream, walk,

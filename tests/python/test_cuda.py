@@ -199,6 +199,42 @@ def test_decode_fold_in_pass_one_equals_combine(monkeypatch):
         assert not torch.equal(flipped, outs["force"][0])
 
 
+def test_decode_walk_equals_combine(monkeypatch):
+    # every split of a tile walked and folded in one CTA
+    # (SAMEBITS_DECODE_WALK=force; the default rule walks only grids of 264
+    # tiles or more) gives the bits of the combine kernel (walk 0, fold 0)
+    # and of the forward row, out and lse, with 3 and 7 splits, for a
+    # speculative verify of 3 rows and under a sliding window; flipping the
+    # sign bit of one visible key in the row's last split changes the
+    # walked output
+    page, hk = 64, 2
+    monkeypatch.setenv("SAMEBITS_DECODE_FOLD", "0")
+    for L, t, nq, window in ((2600, 2399, 1, None), (7000, 6811, 1, None), (7000, 6811, 3, None),
+                             (7000, 6811, 1, (3000, 0))):
+        g = 8 if nq == 1 else 4  # the walk runs where a tile is <= 16 packed rows (the mma consumer)
+        q, k, v = _qkv(1, L, hk * g, hk, 128, seed=L + nq)
+        kw = {"window_size": window} if window else {}
+        prefill = _call(samebits.attention, q, k, v, causal=True, **kw)
+        pages, table, kc, vc = _scattered_cache(k, v, L, t, page)
+        lens = torch.tensor([t], dtype=torch.int32, device="cuda")
+        new = (k[:, t:t + nq], v[:, t:t + nq])
+        outs = {}
+        for walk in ("force", "0"):
+            monkeypatch.setenv("SAMEBITS_DECODE_WALK", walk)
+            outs[walk] = _call(samebits.attention_with_kvcache, q[:, t:t + nq], kc, vc, *new, cache_seqlens=lens,
+                               block_table=table, causal=True, return_lse=True, **kw)
+        assert torch.equal(outs["force"][0][0], prefill[0, t:t + nq])
+        assert all(torch.equal(a, b) for a, b in zip(outs["force"], outs["0"]))
+        if nq == 1 and window is None:  # negative control: one visible key of the last split, sign flipped
+            key = (t // 1024) * 1024 + 5
+            kc.view(torch.int16)[table[0, key // page].long(), key % page, 1, 3] ^= -32768
+            monkeypatch.setenv("SAMEBITS_DECODE_WALK", "force")
+            flipped = samebits.attention_with_kvcache(q[:, t:t + nq], kc, vc, *new, cache_seqlens=lens,
+                                                      block_table=table, causal=True)
+            assert not torch.equal(flipped, outs["force"][0])
+    monkeypatch.delenv("SAMEBITS_DECODE_WALK")
+
+
 def test_backward_runs_and_is_deterministic():
     q, k, v = (t.requires_grad_() for t in _qkv(2, 257, 4, 2, 128))
     dout = torch.randn_like(q)
