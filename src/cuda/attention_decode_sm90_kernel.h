@@ -375,9 +375,9 @@ struct DecodeProducer {
   }
 
   // Block `it` (0-based) of the walk, n = n_first + it, into stage
-  // it % kStages once every consumer warp released the stage.
-  // `ring` (default it): the ring position, which a walk over several
-  // splits (Cfg::kWalk) counts across them.
+  // ring % kStages once every consumer warp released the stage. `ring`
+  // (default it): the ring position, which a walk over several splits
+  // (Cfg::kWalk) counts on across them.
   __device__ static void load_kv(const AttentionDecodeParams& p, const DecodeWork& w,
                                  const DecodeSmem<Cfg>& smem, int it, const WalkPages& wp, int lane,
                                  int ring = -1) {

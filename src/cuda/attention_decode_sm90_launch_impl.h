@@ -205,14 +205,15 @@ inline WalkMode decode_walk_mode() {
 constexpr int64_t kWalkMinTiles = 128;
 constexpr int64_t kWalkMinTail = 96;
 
-// Whether the rule walks `tiles` on a device of `sms` SMs (two walks an SM).
+// Whether the rule walks `tiles` on a device of `sms` SMs (two walks an SM;
+// no SM count known: no).
 constexpr bool walk_pays(int64_t tiles, int64_t sms) {
-  const int64_t slots = 2 * sms;
-  const int64_t tail = tiles % slots;
-  return tiles >= kWalkMinTiles && (tail == 0 || tail >= kWalkMinTail);
+  if (sms <= 0 || tiles < kWalkMinTiles) return false;
+  const int64_t tail = tiles % (2 * sms);
+  return tail == 0 || tail >= kWalkMinTail;
 }
 static_assert(walk_pays(128, 132) && walk_pays(384, 132) && walk_pays(2048, 132) && !walk_pays(320, 132) &&
-                  !walk_pays(64, 132),
+                  !walk_pays(64, 132) && !walk_pays(2048, 0),
               "the measured shapes");
 
 // SMs of the current device, asked once per device (0 where the query fails).
