@@ -330,190 +330,190 @@ struct DecodeMmaConsumer {
     // split some row of the tile sees, ascending, through one ring.
     int ring = 0;
     for (int split = 0; split < (Cfg::kWalk ? p.max_splits : 1); ++split) {
-    const DecodeWork ws = Cfg::kWalk ? decode_work_at<Cfg>(p, split, w.tile, w.b, w.hk) : w;
-    if (Cfg::kWalk) {
-      if (ws.n_last < ws.n_first) continue;
-      m[0] = m[1] = -CUDART_INF_F;  // a new split's state, as pass 1's CTA of that split starts
-      l[0] = l[1] = 0.f;
-#pragma unroll
-      for (int oc = 0; oc < kOC; ++oc)
-#pragma unroll
-        for (int r = 0; r < 4; ++r) acc[oc][r] = 0.f;
-    }
-    for (int n = ws.n_first, it = 0; n <= ws.n_last; ++n, ++it, ++ring) {
-      const int s = ring % Cfg::kStages;
-      const uint32_t parity = (ring / Cfg::kStages) & 1;
-      const int k0 = n * kBn;
-
-      // S = Q K^T for this warp's keys.
-      float sc[kSC][4];
-      mbar_wait(smem.k_full(s), parity);
-      if (tid == 0 && it < 12) SB_DECODE_TRACE(2 + 5 * it);
-      scores(sc, qa, smem_addr(smem.k(s)), warp, lane);
-      mbar_arrive(smem.k_empty(s));  // release K_n: every thread, after its reads
-      if (tid == 0 && it < 12) SB_DECODE_TRACE(3 + 5 * it);
-
-      // The forward's element steps, then the row maxima: this warp's
-      // columns, then the four warps' values.
-      {
-        float mx[2];
-        logits_mask_max(sc, mx, score, vis, ws, lo, hi, k0, warp, q4);
-        if (q4 == 0) {
-          x.max[warp * 16 + g] = mx[0];
-          x.max[warp * 16 + 8 + g] = mx[1];
-        }
-      }
-      named_barrier_sync(kBarrier, kThreads);
-
-      // m, alpha and P: Consumer::softmax_update's operations, per row.
-      const float k_exp = score.exp_scale;  // x * k_exp is the logit
-      float alpha[2];
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        float ms;
-        alpha[h] = running_max(m[h], block_max(x.max, 8 * h + g), k_exp, ms);
-        exponentiate(sc, h, k_exp, ms);
-      }
-      // P to shared memory: f32 for the row sums, rounded as the A
-      // fragments of P V.
-      store_p(sc, x.p32, warp, lane, [&](int kk, uint4 v) { x.p[kk * 32 + lane] = v; });
-      named_barrier_sync(kBarrier, kThreads);
-
-      // acc *= alpha (later blocks), then O += P V over the block's keys.
-      if (it > 0) {
+      const DecodeWork ws = Cfg::kWalk ? decode_work_at<Cfg>(p, split, w.tile, w.b, w.hk) : w;
+      if (Cfg::kWalk) {
+        if (ws.n_last < ws.n_first) continue;
+        m[0] = m[1] = -CUDART_INF_F;  // a new split's state, as pass 1's CTA of that split starts
+        l[0] = l[1] = 0.f;
 #pragma unroll
         for (int oc = 0; oc < kOC; ++oc)
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            acc[oc][2 * h] = __fmul_rn(acc[oc][2 * h], alpha[h]);
-            acc[oc][2 * h + 1] = __fmul_rn(acc[oc][2 * h + 1], alpha[h]);
+          for (int r = 0; r < 4; ++r) acc[oc][r] = 0.f;
+      }
+      for (int n = ws.n_first, it = 0; n <= ws.n_last; ++n, ++it, ++ring) {
+        const int s = ring % Cfg::kStages;
+        const uint32_t parity = (ring / Cfg::kStages) & 1;
+        const int k0 = n * kBn;
+
+        // S = Q K^T for this warp's keys.
+        float sc[kSC][4];
+        mbar_wait(smem.k_full(s), parity);
+        if (tid == 0 && it < 12) SB_DECODE_TRACE(2 + 5 * it);
+        scores(sc, qa, smem_addr(smem.k(s)), warp, lane);
+        mbar_arrive(smem.k_empty(s));  // release K_n: every thread, after its reads
+        if (tid == 0 && it < 12) SB_DECODE_TRACE(3 + 5 * it);
+
+        // The forward's element steps, then the row maxima: this warp's
+        // columns, then the four warps' values.
+        {
+          float mx[2];
+          logits_mask_max(sc, mx, score, vis, ws, lo, hi, k0, warp, q4);
+          if (q4 == 0) {
+            x.max[warp * 16 + g] = mx[0];
+            x.max[warp * 16 + 8 + g] = mx[1];
           }
-      }
-      // l of rows g (warp 2) and g + 8 (warp 3): the forward's per-thread
-      // order (chunks ascending, then the pair) and shuffle tree, over every
-      // warp's P. Before the wait for V, which it usually fills: after P V
-      // it held warps 2 and 3, and so every warp at the next block's first
-      // barrier.
-      if (warp >= 2) {
-        const int h = warp - 2;
-        const float sum = row_sum(x.p32, h, lane);
-        if (h == 0)  // constant register indices: l stays in registers
-          l[0] = __fadd_rn(__fmul_rn(l[0], alpha[0]), sum);
-        else
-          l[1] = __fadd_rn(__fmul_rn(l[1], alpha[1]), sum);
-      }
-      if (tid == 0 && it < 12) SB_DECODE_TRACE(4 + 5 * it);
-      mbar_wait(smem.v_full(s), parity);
-      if (tid == 0 && it < 12) SB_DECODE_TRACE(5 + 5 * it);
-      if (p.use_tma && k0 + kBn > w.lk) {  // CTA-uniform: the block ending past lk came by TMA
-        zero_stage_rows_from<Cfg, kThreads>(smem.v(s), w.lk - k0, tid);
+        }
         named_barrier_sync(kBarrier, kThreads);
-      }
-      {
-        const uint32_t v_addr = smem_addr(smem.v(s));
-        const int key = ((lane / 8) % 2) * 8 + lane % 8, col = warp * (kD / 4) + (lane / 16) * 8;
+
+        // m, alpha and P: Consumer::softmax_update's operations, per row.
+        const float k_exp = score.exp_scale;  // x * k_exp is the logit
+        float alpha[2];
 #pragma unroll
-        for (int kk = 0; kk < kBn / 16; ++kk) {
-          const uint4 pv = x.p[kk * 32 + lane];
-          const uint32_t pa[4] = {pv.x, pv.y, pv.z, pv.w};
+        for (int h = 0; h < 2; ++h) {
+          float ms;
+          alpha[h] = running_max(m[h], block_max(x.max, 8 * h + g), k_exp, ms);
+          exponentiate(sc, h, k_exp, ms);
+        }
+        // P to shared memory: f32 for the row sums, rounded as the A
+        // fragments of P V.
+        store_p(sc, x.p32, warp, lane, [&](int kk, uint4 v) { x.p[kk * 32 + lane] = v; });
+        named_barrier_sync(kBarrier, kThreads);
+
+        // acc *= alpha (later blocks), then O += P V over the block's keys.
+        if (it > 0) {
 #pragma unroll
-          for (int oc = 0; oc < kOC; oc += 2) {
-            uint32_t b[4];
-            ldmatrix_x4_trans(b, v_addr + swz(kBn, 16 * kk + key, col + 8 * oc));
-            mma_m16n8k16<Cfg::kBf16>(acc[oc], pa, b[0], b[1]);
-            mma_m16n8k16<Cfg::kBf16>(acc[oc + 1], pa, b[2], b[3]);
+          for (int oc = 0; oc < kOC; ++oc)
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              acc[oc][2 * h] = __fmul_rn(acc[oc][2 * h], alpha[h]);
+              acc[oc][2 * h + 1] = __fmul_rn(acc[oc][2 * h + 1], alpha[h]);
+            }
+        }
+        // l of rows g (warp 2) and g + 8 (warp 3): the forward's per-thread
+        // order (chunks ascending, then the pair) and shuffle tree, over every
+        // warp's P. Before the wait for V, which it usually fills: after P V
+        // it held warps 2 and 3, and so every warp at the next block's first
+        // barrier.
+        if (warp >= 2) {
+          const int h = warp - 2;
+          const float sum = row_sum(x.p32, h, lane);
+          if (h == 0)  // constant register indices: l stays in registers
+            l[0] = __fadd_rn(__fmul_rn(l[0], alpha[0]), sum);
+          else
+            l[1] = __fadd_rn(__fmul_rn(l[1], alpha[1]), sum);
+        }
+        if (tid == 0 && it < 12) SB_DECODE_TRACE(4 + 5 * it);
+        mbar_wait(smem.v_full(s), parity);
+        if (tid == 0 && it < 12) SB_DECODE_TRACE(5 + 5 * it);
+        if (p.use_tma && k0 + kBn > w.lk) {  // CTA-uniform: the block ending past lk came by TMA
+          zero_stage_rows_from<Cfg, kThreads>(smem.v(s), w.lk - k0, tid);
+          named_barrier_sync(kBarrier, kThreads);
+        }
+        {
+          const uint32_t v_addr = smem_addr(smem.v(s));
+          const int key = ((lane / 8) % 2) * 8 + lane % 8, col = warp * (kD / 4) + (lane / 16) * 8;
+#pragma unroll
+          for (int kk = 0; kk < kBn / 16; ++kk) {
+            const uint4 pv = x.p[kk * 32 + lane];
+            const uint32_t pa[4] = {pv.x, pv.y, pv.z, pv.w};
+#pragma unroll
+            for (int oc = 0; oc < kOC; oc += 2) {
+              uint32_t b[4];
+              ldmatrix_x4_trans(b, v_addr + swz(kBn, 16 * kk + key, col + 8 * oc));
+              mma_m16n8k16<Cfg::kBf16>(acc[oc], pa, b[0], b[1]);
+              mma_m16n8k16<Cfg::kBf16>(acc[oc + 1], pa, b[2], b[3]);
+            }
           }
         }
+        mbar_arrive(smem.v_empty(s));  // release V_n: every thread, after its reads
+        if (tid == 0 && it < 12) SB_DECODE_TRACE(6 + 5 * it);
+
       }
-      mbar_arrive(smem.v_empty(s));  // release V_n: every thread, after its reads
-      if (tid == 0 && it < 12) SB_DECODE_TRACE(6 + 5 * it);
 
-    }
+      // l to every warp.
+      if (warp >= 2 && q4 == 0) x.l[8 * (warp - 2) + g] = warp == 2 ? l[0] : l[1];
+      named_barrier_sync(kBarrier, kThreads);
+      l[0] = x.l[g];
+      l[1] = x.l[8 + g];
 
-    // l to every warp.
-    if (warp >= 2 && q4 == 0) x.l[8 * (warp - 2) + g] = warp == 2 ? l[0] : l[1];
-    named_barrier_sync(kBarrier, kThreads);
-    l[0] = x.l[g];
-    l[1] = x.l[8 + g];
-
-    if constexpr (Cfg::kWalk) {
-      // The split into each row's fold, as the combine folds the splits a
-      // row sees (those of its keys [lo, hi]): the first copied, the
-      // others by fold_weights and the ACC line, splits ascending.
+      if constexpr (Cfg::kWalk) {
+        // The split into each row's fold, as the combine folds the splits a
+        // row sees (those of its keys [lo, hi]): the first copied, the
+        // others by fold_weights and the ACC line, splits ascending.
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        if (!valid[h] || ws.lk <= 0 || hi[h] < lo[h]) continue;
-        if (split < lo[h] / Cfg::kSplit || split > hi[h] / Cfg::kSplit) continue;
-        if (!folded[h]) {
-          fM[h] = m[h];
-          fL[h] = l[h];
+        for (int h = 0; h < 2; ++h) {
+          if (!valid[h] || ws.lk <= 0 || hi[h] < lo[h]) continue;
+          if (split < lo[h] / Cfg::kSplit || split > hi[h] / Cfg::kSplit) continue;
+          if (!folded[h]) {
+            fM[h] = m[h];
+            fL[h] = l[h];
 #pragma unroll
-          for (int oc = 0; oc < kOC; ++oc) {
-            fA[oc][2 * h] = acc[oc][2 * h];
-            fA[oc][2 * h + 1] = acc[oc][2 * h + 1];
-          }
-          folded[h] = true;
-        } else {
-          float a, b;
-          fold_weights(fM[h], fL[h], m[h], l[h], a, b);
+            for (int oc = 0; oc < kOC; ++oc) {
+              fA[oc][2 * h] = acc[oc][2 * h];
+              fA[oc][2 * h + 1] = acc[oc][2 * h + 1];
+            }
+            folded[h] = true;
+          } else {
+            float a, b;
+            fold_weights(fM[h], fL[h], m[h], l[h], a, b);
 #pragma unroll
-          for (int oc = 0; oc < kOC; ++oc) {
-            fA[oc][2 * h] = __fadd_rn(__fmul_rn(fA[oc][2 * h], a), __fmul_rn(acc[oc][2 * h], b));
-            fA[oc][2 * h + 1] = __fadd_rn(__fmul_rn(fA[oc][2 * h + 1], a), __fmul_rn(acc[oc][2 * h + 1], b));
+            for (int oc = 0; oc < kOC; ++oc) {
+              fA[oc][2 * h] = __fadd_rn(__fmul_rn(fA[oc][2 * h], a), __fmul_rn(acc[oc][2 * h], b));
+              fA[oc][2 * h + 1] = __fadd_rn(__fmul_rn(fA[oc][2 * h + 1], a), __fmul_rn(acc[oc][2 * h + 1], b));
+            }
           }
         }
+        continue;
       }
-      continue;
-    }
 
-    if constexpr (Cfg::kFold) {
-      // The split's (m, l, acc) of each valid row, f32, to this CTA's
-      // shared memory for the cluster's fold. K's stage 0 is free: every
-      // warp's reads of it came before the barrier above.
-      float* part = DecodeClusterFold<Cfg>::partial(smem);
+      if constexpr (Cfg::kFold) {
+        // The split's (m, l, acc) of each valid row, f32, to this CTA's
+        // shared memory for the cluster's fold. K's stage 0 is free: every
+        // warp's reads of it came before the barrier above.
+        float* part = DecodeClusterFold<Cfg>::partial(smem);
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        if (!valid[h]) continue;
-        float* row = part + (g + 8 * h) * DecodeClusterFold<Cfg>::kStride + warp * (kD / 4) + 2 * q4;
+        for (int h = 0; h < 2; ++h) {
+          if (!valid[h]) continue;
+          float* row = part + (g + 8 * h) * DecodeClusterFold<Cfg>::kStride + warp * (kD / 4) + 2 * q4;
 #pragma unroll
-        for (int oc = 0; oc < kOC; ++oc)
-          *reinterpret_cast<float2*>(row + 8 * oc) = make_float2(acc[oc][2 * h], acc[oc][2 * h + 1]);
-        if (warp == 0 && q4 == 0)
-          *reinterpret_cast<float2*>(part + DecodeClusterFold<Cfg>::kOffMl + 2 * (g + 8 * h)) =
-              make_float2(m[h], l[h]);
+          for (int oc = 0; oc < kOC; ++oc)
+            *reinterpret_cast<float2*>(row + 8 * oc) = make_float2(acc[oc][2 * h], acc[oc][2 * h + 1]);
+          if (warp == 0 && q4 == 0)
+            *reinterpret_cast<float2*>(part + DecodeClusterFold<Cfg>::kOffMl + 2 * (g + 8 * h)) =
+                make_float2(m[h], l[h]);
+        }
+        trace_print(w);
+        return;
       }
-      trace_print(w);
-      return;
-    }
-    if (Cfg::kDirectOut && p.direct_out) {
-      // One split per row: the combine's copy and output step, here.
+      if (Cfg::kDirectOut && p.direct_out) {
+        // One split per row: the combine's copy and output step, here.
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          if (!valid[h]) continue;
+          const int R = w.r_begin + g + 8 * h;
+          const int i = p.q_begin + R / p.head_group, head = w.hk * p.head_group + R % p.head_group;
+          const bool sees = w.lk > 0 && hi[h] >= lo[h];  // the combine's condition
+          write_row_direct(p, w.b, head, i, sees ? m[h] : -CUDART_INF_F, sees ? l[h] : 0.f, acc, h, sees,
+                           warp, q4);
+        }
+        trace_print(w);
+        return;
+      }
+      // The split's (m, l, acc) of each valid row, f32, to the workspace.
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         if (!valid[h]) continue;
         const int R = w.r_begin + g + 8 * h;
         const int i = p.q_begin + R / p.head_group, head = w.hk * p.head_group + R % p.head_group;
-        const bool sees = w.lk > 0 && hi[h] >= lo[h];  // the combine's condition
-        write_row_direct(p, w.b, head, i, sees ? m[h] : -CUDART_INF_F, sees ? l[h] : 0.f, acc, h, sees,
-                         warp, q4);
+        const int64_t row = (static_cast<int64_t>(w.b) * p.num_heads + head) * p.q_count + (i - p.q_begin);
+        const int64_t slot = row * p.max_splits + w.split;
+        float* out = p.ws_acc + slot * kD + warp * (kD / 4) + 2 * q4;
+#pragma unroll
+        for (int oc = 0; oc < kOC; ++oc)
+          *reinterpret_cast<float2*>(out + 8 * oc) = make_float2(acc[oc][2 * h], acc[oc][2 * h + 1]);
+        if (warp == 0 && q4 == 0) *reinterpret_cast<float2*>(p.ws_ml + slot * 2) = make_float2(m[h], l[h]);
       }
       trace_print(w);
-      return;
-    }
-    // The split's (m, l, acc) of each valid row, f32, to the workspace.
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      if (!valid[h]) continue;
-      const int R = w.r_begin + g + 8 * h;
-      const int i = p.q_begin + R / p.head_group, head = w.hk * p.head_group + R % p.head_group;
-      const int64_t row = (static_cast<int64_t>(w.b) * p.num_heads + head) * p.q_count + (i - p.q_begin);
-      const int64_t slot = row * p.max_splits + w.split;
-      float* out = p.ws_acc + slot * kD + warp * (kD / 4) + 2 * q4;
-#pragma unroll
-      for (int oc = 0; oc < kOC; ++oc)
-        *reinterpret_cast<float2*>(out + 8 * oc) = make_float2(acc[oc][2 * h], acc[oc][2 * h + 1]);
-      if (warp == 0 && q4 == 0) *reinterpret_cast<float2*>(p.ws_ml + slot * 2) = make_float2(m[h], l[h]);
-    }
-    trace_print(w);
     }  // splits
 
     if constexpr (Cfg::kWalk) {
