@@ -8,6 +8,7 @@
 
 #include "core/backend.h"
 #include "cuda/attention_bwd_sm90_launch.h"
+#include "cuda/device_info.h"
 #if SAMEBITS_BWD_TMA
 #include "cuda/driver_entry_points.h"
 #endif
@@ -19,13 +20,6 @@ namespace {
 bool aligned(const void* p, uintptr_t n) { return reinterpret_cast<uintptr_t>(p) % n == 0; }
 // 16-byte loads (cp.async) of 8 elements: strides multiple of 8.
 bool stride16(int64_t s) { return s % 8 == 0; }
-
-int sm_count() {
-  int dev = 0, n = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
-  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return 0;
-  return n;
-}
 
 // FREE test knob shared with the forward: SAMEBITS_SM90_MAX_CTAS caps every
 // grid, so tests can prove the grid moves no bit.
@@ -297,7 +291,7 @@ sb_status attention_bwd_sm90(const sb_attention_params& p, void* workspace, size
     kp.tail_tma = e != nullptr && e[0] == '0' ? 0 : 1;
   }
 
-  BwdLaunchShape shape{-1, -1, -1, sm_count(), max_ctas_from_env(),
+  BwdLaunchShape shape{-1, -1, -1, device_sm_count(), max_ctas_from_env(),
                        static_cast<cudaStream_t>(p.stream), 0};
   if (shape.num_sms <= 0) return fail(SB_CUDA_ERROR, std::string(who) + "no CUDA device");
 

@@ -12,6 +12,7 @@
 #include "cuda/attention_decode_sm90_kernel.h"
 #include "cuda/attention_decode_sm90_launch.h"
 #include "cuda/attention_decode_sm90_spread.h"
+#include "cuda/device_info.h"
 #include "cuda/kernel_attributes.h"
 
 namespace samebits::cuda::sm90 {
@@ -125,13 +126,16 @@ sb_status launch_spread(const AttentionDecodeParams& params, cudaStream_t stream
 // launch_fold, 0 = never, `force` = wherever a cluster of the size fits,
 // in as many waves as it takes (for tests: the suite's grids are small;
 // and to measure the rule). All give the same bits.
-enum class FoldMode { kOff, kRule, kForce };
-inline FoldMode decode_fold_mode() {
-  const char* env = std::getenv("SAMEBITS_DECODE_FOLD");
-  if (env == nullptr || env[0] == '\0') return FoldMode::kRule;
-  if (std::strcmp(env, "0") == 0) return FoldMode::kOff;
-  return std::strcmp(env, "force") == 0 ? FoldMode::kForce : FoldMode::kRule;
+// The knobs' three settings (SAMEBITS_DECODE_FOLD, SAMEBITS_DECODE_WALK):
+// unset or anything else = the rule, "0" = never, "force".
+enum class DecodeMode { kOff, kRule, kForce };
+inline DecodeMode decode_env_mode(const char* name) {
+  const char* env = std::getenv(name);
+  if (env == nullptr || env[0] == '\0') return DecodeMode::kRule;
+  if (std::strcmp(env, "0") == 0) return DecodeMode::kOff;
+  return std::strcmp(env, "force") == 0 ? DecodeMode::kForce : DecodeMode::kRule;
 }
+inline DecodeMode decode_fold_mode() { return decode_env_mode("SAMEBITS_DECODE_FOLD"); }
 
 // FREE. The fewest clusters for which the rule folds. Measured on an H100
 // (docs/decode_design.md, "The splits folded inside pass 1"; d 128, GQA 8:1,
@@ -152,14 +156,14 @@ constexpr int64_t kFoldMinClusters = 32;
 // such cluster fits at all. The caller then runs pass 1 and the combine,
 // which give the same bits.
 template <class Cfg>
-sb_status launch_fold(const AttentionDecodeParams& params, cudaStream_t stream, FoldMode mode, bool* launched) {
+sb_status launch_fold(const AttentionDecodeParams& params, cudaStream_t stream, DecodeMode mode, bool* launched) {
   *launched = false;
   static_assert(Cfg::kFold && !Cfg::kHeadMajor, "clusters along x are one tile's splits");
   static_assert(kFoldMaxSplits <= 8, "portable clusters (resident_clusters)");
   const int n = params.max_splits;
   const int64_t clusters = static_cast<int64_t>(params.tiles_per_seq) * params.batch * params.num_heads_k;
-  if (mode == FoldMode::kOff || n < 2 || n > kFoldMaxSplits) return SB_OK;
-  if (mode == FoldMode::kRule && clusters < kFoldMinClusters) return SB_OK;
+  if (mode == DecodeMode::kOff || n < 2 || n > kFoldMaxSplits) return SB_OK;
+  if (mode == DecodeMode::kRule && clusters < kFoldMinClusters) return SB_OK;
   constexpr auto kernel = attention_decode_split_sm90_kernel<Cfg>;
   if (cudaError_t err = opt_in_shared_memory<kernel>(Cfg::kSmemBytes, Cfg::kCtasPerSm > 1); err != cudaSuccess)
     return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: cudaFuncSetAttribute: ") +
@@ -172,7 +176,7 @@ sb_status launch_fold(const AttentionDecodeParams& params, cudaStream_t stream, 
   // 30 resident on an H100) ran 10-20 % slower folded than with the
   // combine, as if the last clusters waited for a second wave.
   const int fit = resident_clusters<kernel>(cfg, n);
-  if (fit <= 0 || (mode == FoldMode::kRule && clusters > fit)) return SB_OK;
+  if (fit <= 0 || (mode == DecodeMode::kRule && clusters > fit)) return SB_OK;
   if (cudaError_t err = cudaLaunchKernelEx(&cfg, kernel, params); err != cudaSuccess)
     return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: split kernel launch (fold): ") +
                                    cudaGetErrorString(err));
@@ -185,13 +189,7 @@ sb_status launch_fold(const AttentionDecodeParams& params, cudaStream_t stream, 
 // SAMEBITS_DECODE_WALK (read on every call) unset or 1 = the rule below,
 // 0 = never, `force` = wherever a tile has more than one split. All give
 // the same bits.
-enum class WalkMode { kOff, kRule, kForce };
-inline WalkMode decode_walk_mode() {
-  const char* env = std::getenv("SAMEBITS_DECODE_WALK");
-  if (env == nullptr || env[0] == '\0') return WalkMode::kRule;
-  if (std::strcmp(env, "0") == 0) return WalkMode::kOff;
-  return std::strcmp(env, "force") == 0 ? WalkMode::kForce : WalkMode::kRule;
-}
+inline DecodeMode decode_walk_mode() { return decode_env_mode("SAMEBITS_DECODE_WALK"); }
 
 // FREE. Where the rule walks, in tiles (sequence x KV head x packed query
 // tile; a walk is one CTA, two an SM): at least kWalkMinTiles, and a last
@@ -216,38 +214,17 @@ static_assert(walk_pays(128, 132) && walk_pays(384, 132) && walk_pays(2048, 132)
                   !walk_pays(64, 132) && !walk_pays(2048, 0),
               "the measured shapes");
 
-// SMs of the current device, asked once per device (0 where the query fails).
-inline int64_t device_sms() {
-  static std::atomic<int> known[64];  // the answer + 1; 0: not asked yet
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || dev < 0 || dev >= 64) {
-    cudaGetLastError();
-    return 0;
-  }
-  int v = known[dev].load(std::memory_order_relaxed);
-  if (v == 0) {
-    int sms = 0;
-    if (cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-      cudaGetLastError();
-      sms = 0;
-    }
-    v = sms + 1;
-    known[dev].store(v, std::memory_order_relaxed);
-  }
-  return v - 1;
-}
-
 // Pass 1 as one walk per tile (Cfg::kWalk): grid (Hk, tiles, batch). Sets
 // *launched = false, launching nothing, where it does not walk (one split,
 // or where walk_pays says no); the caller then runs the split schedules,
 // which give the same bits.
 template <class Cfg>
-sb_status launch_walk(const AttentionDecodeParams& params, cudaStream_t stream, WalkMode mode, bool* launched) {
+sb_status launch_walk(const AttentionDecodeParams& params, cudaStream_t stream, DecodeMode mode, bool* launched) {
   *launched = false;
   static_assert(Cfg::kWalk, "the walk's configuration");
   const int64_t tiles = static_cast<int64_t>(params.tiles_per_seq) * params.batch * params.num_heads_k;
-  if (mode == WalkMode::kOff || params.max_splits < 2) return SB_OK;
-  if (mode == WalkMode::kRule && !walk_pays(tiles, device_sms())) return SB_OK;
+  if (mode == DecodeMode::kOff || params.max_splits < 2) return SB_OK;
+  if (mode == DecodeMode::kRule && !walk_pays(tiles, device_sm_count())) return SB_OK;
   constexpr auto kernel = attention_decode_split_sm90_kernel<Cfg>;
   if (cudaError_t err = opt_in_shared_memory<kernel>(Cfg::kSmemBytes, Cfg::kCtasPerSm > 1); err != cudaSuccess)
     return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: cudaFuncSetAttribute: ") +
@@ -323,9 +300,9 @@ sb_status launch_attention_decode(const AttentionDecodeParams& params, int varia
     // The mma schedules of 2 to 8 splits may fold them inside pass 1 (no
     // combine; launch_fold says where).
     if (mma && !params.direct_out) {
-      const WalkMode walk = decode_walk_mode();
+      const DecodeMode walk = decode_walk_mode();
       // (the rule's schedule at these grids is 4; a forced 0 keeps the splits)
-      if (variant == kDecodeTwoPerSmHeadMajor || walk == WalkMode::kForce) {
+      if (variant == kDecodeTwoPerSmHeadMajor || walk == DecodeMode::kForce) {
         bool walked = false;
         st = launch_walk<DecodeConfig<D, kBf16, kDecodeTwoPerSmHeadMajor, true, false, true>>(params, stream, walk,
                                                                                               &walked);

@@ -10,6 +10,7 @@
 #include "core/backend.h"
 #include "cuda/driver_entry_points.h"
 #include "cuda/attention_fwd_sm90_launch.h"
+#include "cuda/device_info.h"
 #include "samebits/config.h"
 
 namespace samebits::cuda::sm90 {
@@ -39,13 +40,6 @@ sb_status make_map(CUtensorMap* map, const sb_view& v, bool bf16, int head_dim, 
   if (r != CUDA_SUCCESS)
     return fail(SB_CUDA_ERROR, "cuTensorMapEncodeTiled failed with CUresult " + std::to_string(r));
   return SB_OK;
-}
-
-int sm_count() {
-  int dev = 0, n = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
-  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) return 0;
-  return n;
 }
 
 // FREE test knob: SAMEBITS_SM90_MAX_CTAS caps the persistent grid, so tests
@@ -156,7 +150,7 @@ sb_status attention_fwd_sm90(const sb_attention_params& p) {
     kp.tail_tma = e != nullptr && e[0] == '0' ? 0 : 1;
   }
 
-  LaunchShape shape{-1, sm_count(), max_ctas_from_env(), static_cast<cudaStream_t>(p.stream)};
+  LaunchShape shape{-1, device_sm_count(), max_ctas_from_env(), static_cast<cudaStream_t>(p.stream)};
   if (shape.num_sms <= 0) return fail(SB_CUDA_ERROR, "sm90 attention forward: no CUDA device");
 
   const bool bf16 = p.dtype == SB_BF16;
