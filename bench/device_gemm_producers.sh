@@ -6,6 +6,10 @@
 # default's (FAILS: []); then the dense tests with two producers.
 # gemm_cluster_probe.py --tiles syntax: 'rule' the default pick, '!' two
 # producers.
+# Needs a library built with bench/results/2026-11-27_h100_s30_gemm_producers/
+# two_producers.patch (SAMEBITS_GEMM_PRODUCERS and the probe's '!'): the
+# change was measured and not kept. (Call 1 ran the first form, where '!'
+# meant two producers; the patch is the later, templated form: '!' = one.)
 set -uo pipefail
 CARRY=${CARRY:-.carry/prod}
 FINAL_OUT=${OUT:-/tmp/out}

@@ -5,6 +5,9 @@
 # two-producer path by SAMEBITS_GEMM_PRODUCERS=2, its default one producer
 # with the role branch in the k loop) and the templated one (CARRY, two
 # producers by default, 'rule!' one).
+# Needs a library built with bench/results/2026-11-27_h100_s30_gemm_producers/
+# two_producers.patch (SAMEBITS_GEMM_PRODUCERS and the probe's '!'): the
+# change was measured and not kept.
 set -uo pipefail
 CARRY=${CARRY:-.carry/prod2}
 source bench/device_common.sh
