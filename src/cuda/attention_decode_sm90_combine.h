@@ -2,7 +2,12 @@
 // of threads per output row (sequence b, query head h, query row i) folds
 // the splits the row sees, in ascending order, from the f32 partials of
 // pass 1, and writes out and lse. Thread t of a row holds the columns
-// [t * kCols, (t + 1) * kCols).
+// [t * kCols, (t + 1) * kCols). With p.combine_parts = P > 1 (d >= 128:
+// one row a CTA), a row's columns are cut into P parts of d / P, each
+// folded by a CTA of kRowThreads / P threads of its own (every one of
+// them computes the row's (M, L, a, b) from the same (m, l) values, in the
+// same order): a few rows of many splits then load through P times as
+// many SMs. A column's fold is the same either way (FREE).
 //
 // Loads. A row's partials of splits [s_lo, s_hi] are contiguous in the
 // workspace (acc [row][split][d], (m, l) [row][split][2]). They are copied
@@ -95,8 +100,13 @@ struct DecodeCombine {
   }
 
   __device__ static void run(const AttentionDecodeParams& p, float* smem) {
-    const int t = threadIdx.x % kRowThreads;
-    const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowsPerCta + threadIdx.x / kRowThreads;
+    // column parts (one row a CTA only); the row's threads of this part
+    const int parts = kRowsPerCta == 1 ? p.combine_parts : 1;
+    const int row_threads = kRowThreads / parts, part_cols = kD / parts;
+    const int t = threadIdx.x % row_threads;
+    const int64_t row = kRowsPerCta == 1 ? static_cast<int64_t>(blockIdx.x) / parts
+                                         : static_cast<int64_t>(blockIdx.x) * kRowsPerCta + threadIdx.x / kRowThreads;
+    const int c0 = kRowsPerCta == 1 ? static_cast<int>(blockIdx.x % parts) * part_cols : 0;  // the part's first column
     const int64_t rows = static_cast<int64_t>(p.batch) * p.num_heads * p.q_count;
     if (row >= rows) return;  // a whole row group (the CTA, or one warp of it)
     const int i = p.q_begin + static_cast<int>(row % p.q_count);
@@ -132,10 +142,14 @@ struct DecodeCombine {
         const int first = c * chunk, cnt = min(chunk, n - first);
         float* dst = mine + (c % 2) * chunk * kD;
         float* dst_ml = sm_ml + (c % 2) * chunk * 2;
-        const float* src = p.ws_acc + (slot0 + first) * kD;
+        const float* src = p.ws_acc + (slot0 + first) * kD + c0;
         const float* src_ml = p.ws_ml + (slot0 + first) * 2;
-        for (int k = t; k < cnt * (kD / 4); k += kRowThreads) cp_async_16(dst + 4 * k, src + 4 * k);
-        for (int k = t; k < cnt; k += kRowThreads) cp_async_8(dst_ml + 2 * k, src_ml + 2 * k);
+        const int pieces = part_cols / 4;  // 16-byte pieces of the part's columns of one split
+        for (int k = t; k < cnt * pieces; k += row_threads) {
+          const int u = k / pieces, off = u * kD + 4 * (k - u * pieces);
+          cp_async_16(dst + c0 + off, src + off);
+        }
+        for (int k = t; k < cnt; k += row_threads) cp_async_8(dst_ml + 2 * k, src_ml + 2 * k);
         cp_async_commit();
       };
 
@@ -149,7 +163,7 @@ struct DecodeCombine {
         else
           cp_async_wait<0>();
         row_sync();
-        const float* part = mine + (c % 2) * chunk * kD + t * kCols;
+        const float* part = mine + (c % 2) * chunk * kD + c0 + t * kCols;
         const float* ml = sm_ml + (c % 2) * chunk * 2;
         const int cnt = min(chunk, n - c * chunk);
         int u = 0;
@@ -189,12 +203,12 @@ struct DecodeCombine {
     float inv, lse;
     decode_finish_row(M, L, inv, lse);
     Elem* o = static_cast<Elem*>(p.out) + b * p.o_batch_stride + static_cast<int64_t>(i) * p.o_row_stride +
-              h * p.o_head_stride + t * kCols;
+              h * p.o_head_stride + c0 + t * kCols;
 #pragma unroll
     for (int j = 0; j < kCols; j += 2)
       *reinterpret_cast<uint32_t*>(o + j) =
           pack2<Cfg::kBf16>(__fmul_rn(acc[j], inv), __fmul_rn(acc[j + 1], inv));
-    if (t == 0) {
+    if (t == 0 && c0 == 0) {
       p.lse[b * p.lse_batch_stride + h * p.lse_head_stride + static_cast<int64_t>(i) * p.lse_row_stride] = lse;
     }
   }

@@ -255,17 +255,44 @@ inline bool decode_pdl_enabled() {
 // started (pass 1 triggers at its top) and run their prologue while pass 1
 // drains; the launch is captured by CUDA graphs as a programmatic edge. If
 // the driver refuses the attribute, a plain launch.
+//
+// Column parts (DecodeCombine, FREE): where the rows see many splits (at
+// least kCombinePartsMinSplits) and are at most two an SM, each row's
+// columns are cut in two, so that a row's partials load through two SMs.
+// H100, bench_decode --graph, d 128, GQA 8:1 (docs/decode_design.md, "The
+// combine's columns on more SMs"): 1 x 128k 200.5-200.9 -> 199.4-199.5 us,
+// 2 x 32k 106.4-106.5 -> 104.3, 4 x 32k 197.2-197.5 -> 195.6-195.8,
+// 1 x 16k 37.2-37.4 -> 36.6-36.9; four parts measured no better.
+// SAMEBITS_DECODE_COMBINE_PARTS=1, 2 or 4 forces a count (d >= 128; read
+// on every call).
+constexpr int kCombinePartsMinSplits = 16;
 template <class Cfg>
-sb_status launch_combine(const AttentionDecodeParams& params, cudaStream_t stream) {
+int combine_parts(const AttentionDecodeParams& params, int64_t rows) {
+  if (DecodeCombine<Cfg>::kRowsPerCta != 1) return 1;
+  const char* env = std::getenv("SAMEBITS_DECODE_COMBINE_PARTS");
+  if (env != nullptr && env[0] != '\0') {
+    const int v = std::atoi(env);
+    return v >= 4 ? 4 : v >= 2 ? 2 : 1;
+  }
+  if (params.max_splits < kCombinePartsMinSplits) return 1;
+  return rows <= 2 * int64_t(device_sm_count()) ? 2 : 1;
+}
+
+template <class Cfg>
+sb_status launch_combine(const AttentionDecodeParams& params_in, cudaStream_t stream) {
   using Combine = DecodeCombine<Cfg>;
   auto combine_kernel = attention_decode_combine_sm90_kernel<Cfg>;
+  AttentionDecodeParams params = params_in;
   const int64_t rows = static_cast<int64_t>(params.batch) * params.num_heads * params.q_count;
-  const dim3 grid(static_cast<unsigned>((rows + Combine::kRowsPerCta - 1) / Combine::kRowsPerCta));
+  params.combine_parts = combine_parts<Cfg>(params, rows);
+  const dim3 grid(static_cast<unsigned>((rows + Combine::kRowsPerCta - 1) / Combine::kRowsPerCta *
+                                        params.combine_parts));
+  const dim3 block(static_cast<unsigned>(Combine::kThreads / params.combine_parts));
   const size_t smem = Combine::smem_bytes(params.max_splits);  // <= 48 KiB: no opt-in
   if (decode_pdl_enabled()) {
     cudaLaunchConfig_t cfg{};
     cfg.gridDim = grid;
-    cfg.blockDim = dim3(Combine::kThreads);
+    cfg.blockDim = block;
     cfg.dynamicSmemBytes = smem;
     cfg.stream = stream;
     cudaLaunchAttribute attr[1];
@@ -276,7 +303,7 @@ sb_status launch_combine(const AttentionDecodeParams& params, cudaStream_t strea
     if (cudaLaunchKernelEx(&cfg, combine_kernel, params) == cudaSuccess) return SB_OK;
     cudaGetLastError();  // not sticky: clear it and launch plainly
   }
-  combine_kernel<<<grid, Combine::kThreads, smem, stream>>>(params);
+  combine_kernel<<<grid, block, smem, stream>>>(params);
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess)
     return fail(SB_CUDA_ERROR, std::string("attention_decode_sm90: combine kernel launch: ") +

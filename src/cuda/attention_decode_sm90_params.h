@@ -86,6 +86,10 @@ struct AttentionDecodeParams {
   // without arithmetic, so the output of a one-split row is a function of
   // the split state alone, computed by the same operations either way.
   int32_t direct_out;
+
+  // FREE. The combine's column parts per row (1, 2 or 4; DecodeCombine,
+  // set by launch_combine).
+  int32_t combine_parts;
 };
 
 // FREE. Schedules of the split kernel, selected per call on the host

@@ -235,6 +235,40 @@ def test_decode_walk_equals_combine(monkeypatch):
     monkeypatch.delenv("SAMEBITS_DECODE_WALK")
 
 
+@pytest.mark.parametrize("d", [128, 256])
+def test_decode_combine_column_parts_equal(monkeypatch, d):
+    # the combine with each row's columns cut into 2 or 4 CTAs
+    # (SAMEBITS_DECODE_COMBINE_PARTS; the rule cuts rows of >= 16 splits)
+    # gives the bits of one CTA a row and of the forward row, out and lse,
+    # at 20 splits (plus a partial one) and at 3 under a window; flipping
+    # the sign bit of one visible key changes the output
+    page, hk, g = 64, 2, 8
+    monkeypatch.setenv("SAMEBITS_DECODE_FOLD", "0")
+    monkeypatch.setenv("SAMEBITS_DECODE_WALK", "0")
+    for L, t, window in ((21000, 20599, None), (7000, 6811, (2500, 0))):
+        q, k, v = _qkv(1, L, hk * g, hk, d, seed=L + d)
+        kw = {"window_size": window} if window else {}
+        prefill = _call(samebits.attention, q, k, v, causal=True, **kw)
+        pages, table, kc, vc = _scattered_cache(k, v, L, t, page)
+        lens = torch.tensor([t], dtype=torch.int32, device="cuda")
+        new = (k[:, t:t + 1], v[:, t:t + 1])
+        outs = {}
+        for parts in ("1", "2", "4"):
+            monkeypatch.setenv("SAMEBITS_DECODE_COMBINE_PARTS", parts)
+            outs[parts] = _call(samebits.attention_with_kvcache, q[:, t:t + 1], kc, vc, *new, cache_seqlens=lens,
+                                block_table=table, causal=True, return_lse=True, **kw)
+        assert torch.equal(outs["1"][0][0], prefill[0, t:t + 1])
+        for parts in ("2", "4"):
+            assert all(torch.equal(a, b) for a, b in zip(outs[parts], outs["1"]))
+        if window is None:  # negative control: one visible key of a middle split, sign flipped
+            key = 5 * 1024 + 7
+            kc.view(torch.int16)[table[0, key // page].long(), key % page, 1, 3] ^= -32768
+            flipped = samebits.attention_with_kvcache(q[:, t:t + 1], kc, vc, *new, cache_seqlens=lens,
+                                                      block_table=table, causal=True)
+            assert not torch.equal(flipped, outs["4"][0])
+    monkeypatch.delenv("SAMEBITS_DECODE_COMBINE_PARTS")
+
+
 def test_backward_runs_and_is_deterministic():
     q, k, v = (t.requires_grad_() for t in _qkv(2, 257, 4, 2, 128))
     dout = torch.randn_like(q)
