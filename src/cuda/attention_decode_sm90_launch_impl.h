@@ -250,7 +250,8 @@ inline bool decode_pdl_enabled() {
 }
 
 // Pass 2: one row group (DecodeCombine::kRowThreads threads) per output
-// row, right behind pass 1 on the stream. With programmatic stream
+// row, or per column part of a row (below), right behind pass 1 on the
+// stream. With programmatic stream
 // serialization its CTAs may be scheduled once every CTA of pass 1 has
 // started (pass 1 triggers at its top) and run their prologue while pass 1
 // drains; the launch is captured by CUDA graphs as a programmatic edge. If
