@@ -40,16 +40,5 @@ for r in $(seq 1 ${ROUNDS:-2}); do
     sum+=("bench round $r L2 ahead $a rc=$?")
   done
 done
-python3 - "$OUT" <<'PY' | tee "$OUT/table.md"
-import json, glob, os, sys
-rows = {}
-for f in sorted(glob.glob(os.path.join(sys.argv[1], "r*/a*/bench_decode*.json"))):
-    a = f.split(os.sep)[-2]
-    for r in json.load(open(f)):
-        rows.setdefault(f"{r['batch']}x{r['context']}", {}).setdefault(a, []).append(
-            [round(r.get(k + "_us", 0), 1) for k in ("samebits", "cudnn", "flash")])
-print("us [samebits, cudnn, flash] per round; aN = SAMEBITS_DECODE_L2_AHEAD=N\n")
-for sh, v in rows.items():
-    print(sh, json.dumps(v))
-PY
+python3 bench/decode_rounds_table.py "$OUT" "aN = SAMEBITS_DECODE_L2_AHEAD=N" 'a*' | tee "$OUT/table.md"
 printf '%s\n' "${sum[@]}" | tee "$OUT/summary.txt"

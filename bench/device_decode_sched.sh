@@ -24,15 +24,4 @@ for r in $(seq 1 ${ROUNDS:-2}); do
     echo "round $r $v rc=$?"
   done
 done
-python3 - "$OUT" <<'PY' | tee "$OUT/table.md"
-import json, glob, os, sys
-rows = {}
-for f in sorted(glob.glob(os.path.join(sys.argv[1], "r*/*/bench_decode*.json"))):
-    v = f.split(os.sep)[-2]
-    for r in json.load(open(f)):
-        rows.setdefault(f"{r['batch']}x{r['context']}", {}).setdefault(v, []).append(
-            [round(r.get(k + "_us", 0), 1) for k in ("samebits", "cudnn", "flash")])
-print("us [samebits, cudnn, flash] per round\n")
-for sh, v in rows.items():
-    print(sh, json.dumps(v))
-PY
+python3 bench/decode_rounds_table.py "$OUT" "rule = the rule, v4_combine = SAMEBITS_DECODE_WALK=0, v0 = SAMEBITS_DECODE_VARIANT=0 with the walk off" '*' | tee "$OUT/table.md"

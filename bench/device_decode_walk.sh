@@ -43,16 +43,5 @@ for r in $(seq 1 ${ROUNDS:-2}); do
     sum+=("bench round $r walk=$wk rc=$?")
   done
 done
-python3 - "$OUT" <<'PY' | tee "$OUT/table.md"
-import json, glob, os, sys
-rows = {}
-for f in sorted(glob.glob(os.path.join(sys.argv[1], "r*/walk*/bench_decode*.json"))):
-    wk = f.split(os.sep)[-2]
-    for r in json.load(open(f)):
-        rows.setdefault(f"{r['batch']}x{r['context']}", {}).setdefault(wk, []).append(
-            [round(r.get(k + "_us", 0), 1) for k in ("samebits", "cudnn", "flash")])
-print("us [samebits, cudnn, flash] per round; walk0 = SAMEBITS_DECODE_WALK=0, walk1 = the rule\n")
-for sh, v in rows.items():
-    print(sh, json.dumps(v))
-PY
+python3 bench/decode_rounds_table.py "$OUT" "walk0 = SAMEBITS_DECODE_WALK=0, walk1 = the rule" 'walk*' | tee "$OUT/table.md"
 printf '%s\n' "${sum[@]}" | tee "$OUT/summary.txt"
