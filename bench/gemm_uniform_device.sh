@@ -33,7 +33,7 @@ for r in $(seq 1 "${ROUNDS:-2}"); do
   for v in ${VARIANTS:-new old}; do
     L=$C/libsamebits.so; [ $v = old ] && L=$O/libsamebits.so
     SAMEBITS_LIBRARY=$L PYTHONPATH=python timeout 300 python3 bench/gemm_cluster_probe.py --configs default \
-      --shapes "$SH" --reps ${REPS:-11} --captures ${CAPTURES:-3} --out "$OUT/table_${v}_$r.json" > "$OUT/table_${v}_$r.log" 2>&1
+      --shapes "$SH" --reps ${REPS:-11} --captures ${CAPTURES:-3} ${PROBE_ARGS:-} --out "$OUT/table_${v}_$r.json" > "$OUT/table_${v}_$r.log" 2>&1
     echo "table $v round $r rc=$?"
   done
 done

@@ -505,8 +505,11 @@ def test_gemm_mma_sync_entry_equals_wgmma_on_wide_values(tile, dtype, monkeypatc
 # test cannot pass on the direct path), their output equals the direct
 # epilogue's bit for bit: bias, partial row and column blocks (N = 520 ends
 # 8 columns into a 64-column block, which the TMA clips), fp16 and a batched
-# bmm. The negative control: a changed input row changes that row's staged
-# output, and only that row's.
+# bmm. Both staged forms: the columns past a fragment's last whole 64-column
+# block (128x96, 128x160, 128x168, ...) through their own TMA store (the
+# default) and straight from the accumulators (staged-rem-direct). The
+# negative control: a changed input row changes that row's staged output,
+# and only that row's.
 GEMM_STAGED_TILES = ["128x128", "128x256", "128x256m2", "128x128m2", "192x128", "128x192", "128x224", "128x160", "192x192",
                      "256x160", "128x96", "192x192w3", "192x128w3", "128x168"]
 
@@ -527,9 +530,10 @@ def test_gemm_staged_epilogue_equals_direct(tile, monkeypatch):
         cases = [(lambda M=M: D.linear(x[:M], w, bias)) for M in (1, 7, 300, 605)] + [lambda: D.matmul(a, b)]
         monkeypatch.setenv("SAMEBITS_GEMM_EPILOGUE", "direct")
         ref = [f() for f in cases]
-        monkeypatch.setenv("SAMEBITS_GEMM_EPILOGUE", "staged")
-        for i, f in enumerate(cases):
-            assert torch.equal(f(), ref[i]), (tile, dt, i)
+        for staged in ("staged-rem-direct", "staged"):
+            monkeypatch.setenv("SAMEBITS_GEMM_EPILOGUE", staged)
+            for i, f in enumerate(cases):
+                assert torch.equal(f(), ref[i]), (tile, dt, staged, i)
         x2 = x.clone()
         x2[3, :64] += 0.5  # row 3 only
         y2 = D.linear(x2[:7], w, bias)

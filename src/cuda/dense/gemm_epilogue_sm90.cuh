@@ -209,8 +209,10 @@ __device__ __forceinline__ void store_tile(const GemmTmaParams& p, const float (
 // done reading (its group is at most the second newest). `bar_id` is the
 // warpgroup's named barrier; `chunk` counts this warpgroup's blocks.
 // WN = 64 q + r, 0 < r < 64 (128x96, 128x160, 128x224, 192x192: r = 32;
-// 128x168: r = 40): the last r columns go straight from the accumulators
-// (the same epilogue_value) after the q staged blocks.
+// 128x168: r = 40): the last r columns are staged as one more block of 64
+// rows x r columns and stored through p.tma_c_rem (where the host could
+// encode it, p.out_tma_rem; otherwise they go straight from the
+// accumulators, the same epilogue_value).
 template <class TO, int WN, class TB>
 __device__ __forceinline__ void store_tile_staged_body(const GemmTmaParams& p, const float (&acc)[WN / 2], int bz,
                                                        const char* bias, int64_t row0, int64_t col0, uint8_t* buf,
@@ -220,20 +222,22 @@ __device__ __forceinline__ void store_tile_staged_body(const GemmTmaParams& p, c
   const int rw = (t / 32) * 16 + l / 4;  // this thread's first row in the fragment (and rw + 8)
   const int cq = (l % 4) * 2;            // its first column in each 8-column unit
   static_assert(kEpiBlock == 64 && WN % 8 == 0, "a block row is one 128-byte swizzle row of 8 units");
-#pragma unroll
-  for (int q = 0; q < WN / kEpiBlock; ++q, ++chunk) {
-    uint8_t* b = buf + (chunk & 1) * (kEpiBlock * kEpiBlock * 2);
-    // The block's values first (its bias loads all in flight together, and
-    // ahead of the wait for the buffer), then the shared-memory stores.
-    // Interior: the whole 64 x 64 block inside the output, no per-element
-    // test (without a bias no element has one); one straight-line loop per
-    // case, no branch between the loads.
-    const bool interior = std::is_void_v<TB> || (row0 + 64 <= p.m && col0 + kEpiBlock * (q + 1) <= p.n);
-    uint32_t packed[8][2];
+  // One block of kUnits 8-column units from unit j0 of the fragment: the
+  // values first (the bias loads all in flight together, and ahead of the
+  // wait for the buffer), then the shared-memory stores at `offset(r, u)`,
+  // then one TMA store through `map` at column c. Interior: the whole
+  // block inside the output, no per-element test (without a bias no element
+  // has one); one straight-line loop per case, no branch between the loads.
+  auto block = [&](auto units_tag, int j0, const CUtensorMap* map, int64_t c, auto offset) {
+    constexpr int kUnits = decltype(units_tag)::value;
+    uint8_t* b = buf + (chunk & 1) * (kEpiBlock * kEpiBlock * 2);  // block i of the warpgroup: buffer i % 2
+    ++chunk;
+    const bool interior = std::is_void_v<TB> || (row0 + 64 <= p.m && c + 8 * kUnits <= p.n);
+    uint32_t packed[kUnits][2];
     auto values = [&](auto interior_tag) {
 #pragma unroll
-      for (int u = 0; u < 8; ++u) {  // 8-column unit of the block = 16-byte unit of the row
-        const int j = q * 8 + u;     // 8-column group of the fragment (acc registers 4j .. 4j + 3)
+      for (int u = 0; u < kUnits; ++u) {  // 8-column unit of the block = 16-byte unit of the row
+        const int j = j0 + u;             // 8-column group of the fragment (acc registers 4j .. 4j + 3)
 #pragma unroll
         for (int h = 0; h < 2; ++h) {
           const int64_t gr = row0 + rw + 8 * h, gc = col0 + 8 * j + cq;
@@ -253,23 +257,37 @@ __device__ __forceinline__ void store_tile_staged_body(const GemmTmaParams& p, c
     if (leader) bulk_wait_read<1>();
     named_bar_sync(bar_id, 128);  // buffer b free for every thread of the warpgroup
 #pragma unroll
-    for (int u = 0; u < 8; ++u)
+    for (int u = 0; u < kUnits; ++u)
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         const int r = rw + 8 * h;
-        const uint32_t off = uint32_t(r * 128 + ((u ^ (r & 7)) << 4) + cq * 2);
-        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(smem_addr(b + off)), "r"(packed[u][h]) : "memory");
+        asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(smem_addr(b + offset(r, u) + cq * 2)), "r"(packed[u][h]) : "memory");
       }
     fence_async_smem();
     named_bar_sync(bar_id, 128);  // block written
     if (leader) {
-      tma_store_3d(&p.tma_c, b, int32_t(col0 + kEpiBlock * q), int32_t(row0), bz);
+      tma_store_3d(map, b, int32_t(c), int32_t(row0), bz);
       bulk_commit();
     }
-  }
-  if constexpr (WN % kEpiBlock != 0) {  // the half block, through the direct epilogue's store
-    TO* out = static_cast<TO*>(p.out) + int64_t(bz) * p.out_batch_stride;
-    store_warp_rows_body<TO, WN, TB, WN / kEpiBlock * 8, WN / 8>(p, acc, out, bias, row0 + rw, col0 + cq);
+  };
+  constexpr int kWhole = WN / kEpiBlock;
+#pragma unroll
+  for (int w = 0; w < kWhole; ++w)  // 64 x 64 blocks, 128-byte swizzle: unit u of row r at u ^ (r % 8)
+    block(std::integral_constant<int, 8>{}, w * 8, &p.tma_c, col0 + kEpiBlock * w,
+          [](int r, int u) { return uint32_t(r * 128 + ((u ^ (r & 7)) << 4)); });
+  if constexpr (WN % kEpiBlock != 0) {  // the last WN % 64 columns
+    constexpr int kRem = WN % kEpiBlock, j0 = WN / kEpiBlock * 8;
+    if (p.out_tma_rem) {  // one narrower TMA store (p.tma_c_rem: 64 rows x kRem columns)
+      if constexpr (kRem == 32)  // 64-byte rows, 64-byte swizzle: unit u of row r at u ^ ((r / 2) % 4)
+        block(std::integral_constant<int, 4>{}, j0, &p.tma_c_rem, col0 + WN - kRem,
+              [](int r, int u) { return uint32_t(r * 64 + ((u ^ ((r >> 1) & 3)) << 4)); });
+      else  // rows of kRem * 2 bytes, unswizzled
+        block(std::integral_constant<int, kRem / 8>{}, j0, &p.tma_c_rem, col0 + WN - kRem,
+              [](int r, int u) { return uint32_t(r * kRem * 2 + (u << 4)); });
+    } else {  // through the direct epilogue's store
+      TO* out = static_cast<TO*>(p.out) + int64_t(bz) * p.out_batch_stride;
+      store_warp_rows_body<TO, WN, TB, j0, WN / 8>(p, acc, out, bias, row0 + rw, col0 + cq);
+    }
   }
 }
 

@@ -55,7 +55,7 @@ bool tma_readable(const Operand& o) {
 // `o` as a 3-D tensor map (x = k, y = row, z = batch) of box_k x box_rows x 1
 // boxes, 128-byte swizzle, zero fill outside.
 CUresult encode_map(CUtensorMap* map, const Operand& o, sb_dtype dt, int box_k, int box_rows,
-                    CUtensorMapL2promotion promotion) {
+                    CUtensorMapL2promotion promotion, CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_128B) {
   auto fn = samebits::cuda::tensor_map_encode_fn();
   if (fn == nullptr) return CUDA_ERROR_NOT_FOUND;
   const cuuint64_t dims[3] = {cuuint64_t(o.k > 0 ? o.k : 1), cuuint64_t(o.rows), cuuint64_t(o.batches)};
@@ -66,7 +66,7 @@ CUresult encode_map(CUtensorMap* map, const Operand& o, sb_dtype dt, int box_k, 
   const cuuint32_t estr[3] = {1, 1, 1};
   return fn(map, dt == SB_F16 ? CU_TENSOR_MAP_DATA_TYPE_FLOAT16 : CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3,
             const_cast<void*>(o.ptr), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
-            CU_TENSOR_MAP_SWIZZLE_128B, promotion, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+            swizzle, promotion, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
 }
 
 // An operand's load map: boxes of 64 k x box_rows rows.
@@ -154,10 +154,13 @@ sb_status forced_tile(GemmTile* t, bool* forced) {
 // address), the others store it directly. SAMEBITS_GEMM_EPILOGUE=direct:
 // every entry stores directly. =staged: the staged epilogue is required, and
 // a call that cannot take it is an error (so a check that asks for it cannot
-// pass on the direct one). Both give the same bits (one function computes
-// the values); tests and benchmarks compare them. Read on every call; an
+// pass on the direct one). =staged-rem-direct: staged, but a fragment's
+// columns past its last whole 64-column block (128x96, 128x160, 128x168, ...)
+// go straight from the accumulators, as before the thirty-first session
+// (measurements). All give the same bits (one function computes the
+// values); tests and benchmarks compare them. Read on every call; an
 // unknown value is an error.
-enum class Epilogue { kAuto, kDirect, kStaged };
+enum class Epilogue { kAuto, kDirect, kStaged, kStagedRemDirect };
 sb_status epilogue_choice(Epilogue* epi) {
   *epi = Epilogue::kAuto;
   const char* e = std::getenv("SAMEBITS_GEMM_EPILOGUE");
@@ -170,19 +173,29 @@ sb_status epilogue_choice(Epilogue* epi) {
     *epi = Epilogue::kStaged;
     return SB_OK;
   }
+  if (std::strcmp(e, "staged-rem-direct") == 0) {
+    *epi = Epilogue::kStagedRemDirect;
+    return SB_OK;
+  }
   return fail(SB_INVALID_ARGUMENT, std::string("SAMEBITS_GEMM_EPILOGUE: unknown epilogue '") + e +
-                                       "' (known: staged, direct)");
+                                       "' (known: staged, staged-rem-direct, direct)");
 }
 
 // The output as a TMA store target: (m rows, n columns, batch) seen as an
 // operand, kEpiBlock x kEpiBlock boxes. False (and no map) where TMA cannot
 // address it (not 16-bit, a base or a stride not a multiple of 16 bytes) or
 // the driver refuses the map.
-bool encode_out(CUtensorMap* map, const sb_gemm_params& p) {
+// The staged epilogue's store map: boxes of kEpiBlock rows x `cols` columns
+// (kEpiBlock: the 64 x 64 blocks, 128-byte swizzle; 32: 64-byte swizzle;
+// otherwise unswizzled rows), as store_tile_staged_body writes them.
+bool encode_out(CUtensorMap* map, const sb_gemm_params& p, int cols = kEpiBlock) {
   if (p.out_dtype != SB_BF16 && p.out_dtype != SB_F16) return false;
   const Operand o{p.out, p.m, p.n, p.out_row_stride, p.out_batch_stride, p.batch};
+  const CUtensorMapSwizzle sw = cols == kEpiBlock ? CU_TENSOR_MAP_SWIZZLE_128B
+                                : cols == 32      ? CU_TENSOR_MAP_SWIZZLE_64B
+                                                  : CU_TENSOR_MAP_SWIZZLE_NONE;
   return tma_readable(o) &&
-         encode_map(map, o, p.out_dtype, kEpiBlock, kEpiBlock, CU_TENSOR_MAP_L2_PROMOTION_NONE) == CUDA_SUCCESS;
+         encode_map(map, o, p.out_dtype, cols, kEpiBlock, CU_TENSOR_MAP_L2_PROMOTION_NONE, sw) == CUDA_SUCCESS;
 }
 
 template <bool kF16>
@@ -201,11 +214,13 @@ cudaError_t launch_tile(GemmTile t, GemmTmaParams& kp, int dev, int sms, cudaStr
 struct TileBoxes {
   int a_rows, b_rows, sched_bm, bn;
   bool tma_store;  // the entry has the staged epilogue
+  int rem_cols;    // its fragment's columns past the last whole 64-column block (0: none)
 };
 TileBoxes tile_boxes(GemmTile t) {
   return visit_gemm_tile(t, [](auto cfg) {
     using Cfg = decltype(cfg);
-    return TileBoxes{Cfg::BM, Cfg::kBBoxRows, Cfg::BM * Cfg::kClusterM, Cfg::BN, Cfg::kTmaStore};
+    return TileBoxes{Cfg::BM, Cfg::kBBoxRows, Cfg::BM * Cfg::kClusterM, Cfg::BN, Cfg::kTmaStore,
+                     Cfg::kTmaStore ? Cfg::WN % kEpiBlock : 0};
   });
 }
 
@@ -256,6 +271,10 @@ sb_status gemm_16bit(const sb_gemm_params& p) {
   GemmTmaParams kp;
   std::memset(&kp, 0, sizeof(kp));
   kp.out_tma = epi != Epilogue::kDirect && tb.tma_store && encode_out(&kp.tma_c, p) ? 1 : 0;
+  kp.out_tma_rem = kp.out_tma && tb.rem_cols > 0 && epi != Epilogue::kStagedRemDirect &&
+                           encode_out(&kp.tma_c_rem, p, tb.rem_cols)
+                       ? 1
+                       : 0;
   if (epi == Epilogue::kStaged && !kp.out_tma)
     return fail(SB_INVALID_ARGUMENT,
                 std::string("SAMEBITS_GEMM_EPILOGUE=staged: ") +

@@ -17,6 +17,10 @@ struct GemmTmaParams {
   CUtensorMap tma_a;  // A as (k, m, batch), 16-bit, 64 x BM boxes, 128-byte swizzle
   CUtensorMap tma_b;  // B as (k, n, batch) (the (n, k) layout), 64 x (BN / kClusterM) boxes
   CUtensorMap tma_c;  // out as (n, m, batch), 16-bit, kEpiBlock x kEpiBlock boxes, 128-byte swizzle; valid when out_tma
+  // out again, boxes of kEpiBlock rows x (WN % kEpiBlock) columns (64-byte
+  // swizzle for 32 columns, none otherwise): the staged epilogue's last
+  // columns of a fragment whose width is not a multiple of 64; valid when out_tma_rem
+  CUtensorMap tma_c_rem;
   int64_t m, n, k;
   int32_t batch;
   int32_t a_batched, b_batched;  // 1: z coordinate = batch index; 0: broadcast (z = 0)
@@ -32,6 +36,7 @@ struct GemmTmaParams {
   sb_dtype out_dtype;
   int32_t out_pairs;  // 1: two adjacent columns may be stored as one vector
   int32_t out_tma;    // 1: the staged epilogue (entries with kTmaStore) stores through tma_c
+  int32_t out_tma_rem;  // 1: ... and the last WN % 64 columns through tma_c_rem
   int64_t out_batch_stride, out_row_stride;
   const void* bias;  // nullptr: none
   sb_dtype bias_dtype;
