@@ -53,7 +53,7 @@ bool tma_readable(const Operand& o) {
 }
 
 // `o` as a 3-D tensor map (x = k, y = row, z = batch) of box_k x box_rows x 1
-// boxes, 128-byte swizzle, zero fill outside.
+// boxes, 128-byte swizzle unless `swizzle` says otherwise, zero fill outside.
 CUresult encode_map(CUtensorMap* map, const Operand& o, sb_dtype dt, int box_k, int box_rows,
                     CUtensorMapL2promotion promotion, CUtensorMapSwizzle swizzle = CU_TENSOR_MAP_SWIZZLE_128B) {
   auto fn = samebits::cuda::tensor_map_encode_fn();
@@ -182,12 +182,11 @@ sb_status epilogue_choice(Epilogue* epi) {
 }
 
 // The output as a TMA store target: (m rows, n columns, batch) seen as an
-// operand, kEpiBlock x kEpiBlock boxes. False (and no map) where TMA cannot
-// address it (not 16-bit, a base or a stride not a multiple of 16 bytes) or
-// the driver refuses the map.
-// The staged epilogue's store map: boxes of kEpiBlock rows x `cols` columns
-// (kEpiBlock: the 64 x 64 blocks, 128-byte swizzle; 32: 64-byte swizzle;
-// otherwise unswizzled rows), as store_tile_staged_body writes them.
+// operand, boxes of kEpiBlock rows x `cols` columns laid out in shared
+// memory as store_tile_staged_body writes them (cols = kEpiBlock: the 64 x
+// 64 blocks, 128-byte swizzle; 32: 64-byte swizzle; otherwise unswizzled
+// rows). False (and no map) where TMA cannot address it (not 16-bit, a base
+// or a stride not a multiple of 16 bytes) or the driver refuses the map.
 bool encode_out(CUtensorMap* map, const sb_gemm_params& p, int cols = kEpiBlock) {
   if (p.out_dtype != SB_BF16 && p.out_dtype != SB_F16) return false;
   const Operand o{p.out, p.m, p.n, p.out_row_stride, p.out_batch_stride, p.batch};
