@@ -6,8 +6,10 @@ launch) beside cuBLAS
 one call, after an L2 flush (--flush read, default: 256 MiB written, then
 256 MiB read, which leaves clean lines; --flush write: the write alone, which
 leaves L2 dirty), between CUDA events; median of --reps, the configurations
-timed in turn within each repetition. Every samebits output is compared
-bitwise with the default's.
+timed in turn within each repetition. A copy of the first configuration,
+'lead', is captured and timed ahead of the others (--no-lead drops it):
+whatever comes first runs 0.3-2.4 us slow (thirty-first session). Every
+samebits output is compared bitwise with the first configuration's.
 
     SAMEBITS_LIBRARY=lib.so PYTHONPATH=python python bench/gemm_cluster_probe.py --out probe.json
 """
@@ -64,10 +66,10 @@ def tile_config(t):
     """'<entry>[@direct|@rem-direct][~][%P][^G]': the entry forced ('rule':
     the default pick); @direct without its staged epilogue; @rem-direct
     staged, the columns past the last whole 64-column block stored
-    directly;
-    ~ launched as fake 2-CTA clusters; %P with SAMEBITS_GEMM_CLUSTER_PROBE=P
-    (a library built with -DSAMEBITS_GEMM_PROBE from branch gemm-probe: the knobs live there, not
-    in main); ^G with SAMEBITS_GEMM_GROUP_M=G."""
+    directly; ~ launched as fake 2-CTA clusters; %P with
+    SAMEBITS_GEMM_CLUSTER_PROBE=P (a library built with -DSAMEBITS_GEMM_PROBE
+    from branch gemm-probe: the knobs live there, not in main); ^G with
+    SAMEBITS_GEMM_GROUP_M=G."""
     name = t.split("@")[0].split("~")[0].split("%")[0].split("^")[0]
     env = {} if name == "rule" else {"SAMEBITS_GEMM_TILE": name}
     if "^" in t:
