@@ -199,9 +199,10 @@ struct MmaTileConfig {
 //             times with the L2 flushed, us (cuBLAS / before -> after):
 //             1152 x 4096 x 4096 49.8 / 75.5 -> 52.8 (192x192); 1280 x
 //             4096 x 14336 185.9 / 233.8 -> 195.8 (256x160); 768 x 14336 x
-//             4096 123.5 / 134.1 -> 123.0 (128x224). Tried with them: 64x96 (N = 4096 at M = 192: 129
-//             CTAs against 96 of 64x128) measured no faster, dropped (taken
-//             up again in the twenty-eighth session, below).
+//             4096 123.5 / 134.1 -> 123.0 (128x224). Tried with them:
+//             64x96 (N = 4096 at M = 192: 129 CTAs against 96 of 64x128)
+//             measured no faster, dropped (taken up again in the
+//             twenty-eighth session, below).
 //   T128x168  (twenty-eighth session) 128x192's layout, 168 columns: two
 //             rounds of tiles where 128x192 needs two and 128x160 three at
 //             N = 14336 and M = 257-384 (258 tiles against 225), so each
@@ -209,9 +210,8 @@ struct MmaTileConfig {
 //             are staged as a 64 x 40 block (unswizzled). Factor 1150,
 //             as 128x160 (H100, kernel times with the L2 flushed: 384 x
 //             14336 x 4096 70.5 -> 67.2 us, cuBLAS 62.3; 128x176 measured
-//             68.2 and was dropped). On 132
-//             SMs the rule also picks it at N = 6144 (M = 769-896) and
-//             11008 (M = 129-256 and 385-512).
+//             68.2 and was dropped). On 132 SMs the rule also picks it at
+//             N = 6144 (M = 769-896) and 11008 (M = 129-256 and 385-512).
 //   T64x96    (twenty-eighth session) 128 < M <= 256 where 64x128 makes one
 //             round and 64x96 does too: 129 CTAs at 192 x 4096, each a
 //             quarter less work. Tried in the twelfth session and no faster
