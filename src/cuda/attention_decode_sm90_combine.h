@@ -144,9 +144,11 @@ struct DecodeCombine {
         float* dst_ml = sm_ml + (c % 2) * chunk * 2;
         const float* src = p.ws_acc + (slot0 + first) * kD + c0;
         const float* src_ml = p.ws_ml + (slot0 + first) * 2;
-        const int pieces = part_cols / 4;  // 16-byte pieces of the part's columns of one split
+        // 16-byte pieces of the part's columns of one split: kD / 4 / parts,
+        // a power of two, so a shift and a mask find piece k's split
+        const int piece_shift = __ffs(part_cols / 4) - 1, pieces = 1 << piece_shift;
         for (int k = t; k < cnt * pieces; k += row_threads) {
-          const int u = k / pieces, off = u * kD + 4 * (k - u * pieces);
+          const int u = k >> piece_shift, off = u * kD + 4 * (k & (pieces - 1));
           cp_async_16(dst + c0 + off, src + off);
         }
         for (int k = t; k < cnt; k += row_threads) cp_async_8(dst_ml + 2 * k, src_ml + 2 * k);
