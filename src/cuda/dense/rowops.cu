@@ -217,6 +217,30 @@ __device__ __forceinline__ void block_sum(float (&v)[R], float (*red)[kWarps]) {
   }
 }
 
+// block_sum without its leading barrier, for a caller that alternates two
+// `red` buffers (rmsnorm_bwd_fused_kernel: row k uses red[k % 2]). A thread
+// writes red[k % 2] in row k + 2 only after the barrier of row k + 1, which
+// every thread reaches after its reads of row k: one barrier a row. The
+// tree, and so every bit, is block_sum's.
+template <int R>
+__device__ __forceinline__ void block_sum_alternating(float (&v)[R], float (*red)[kWarps]) {
+#pragma unroll
+  for (int i = 0; i < R; ++i)
+#pragma unroll
+    for (int o = 16; o >= 1; o /= 2) v[i] = __fadd_rn(v[i], __shfl_xor_sync(0xffffffffu, v[i], o));
+  if (threadIdx.x % 32 == 0)
+#pragma unroll
+    for (int i = 0; i < R; ++i) red[i][threadIdx.x / 32] = v[i];
+  __syncthreads();  // warp totals visible to every thread
+#pragma unroll
+  for (int i = 0; i < R; ++i) {
+    float s = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) s = __fadd_rn(s, red[i][w]);
+    v[i] = s;
+  }
+}
+
 template <int R>
 __device__ __forceinline__ void block_max(float (&v)[R], float (*red)[kWarps]) {
 #pragma unroll
@@ -766,9 +790,8 @@ constexpr int dw_smem_bytes() {
   return kDwStages<NV> * kDwRows<NV> * 2 * NV * kRowThreads * 16;
 }
 
-__device__ __forceinline__ void cp_async16(void* smem, const void* gmem) {
-  const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+__device__ __forceinline__ void cp_async16_shared(unsigned smem, const void* gmem) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem), "l"(gmem) : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 template <int N>
@@ -787,32 +810,47 @@ __global__ void __launch_bounds__(kRowThreads, 1)
   static_assert(kFoldWarps * 32 == kRowThreads, "the inline fold runs on the CTA's threads");
   static_assert(dw_smem_bytes<NV>() >= int(sizeof(float[2][kFoldRound][32])), "the fold reuses the stages");
   extern __shared__ uint4 stage_buf[];  // [S][R][2 (x, dy)][NV][kRowThreads] 16-byte vectors
-  __shared__ float red[R][kWarps];
+  __shared__ float red[2][R][kWarps];  // step k's warp totals in red[k % 2] (block_sum_alternating)
   const int64_t n = p.cols, r0 = int64_t(blockIdx.x) * kChunk;
   const int rows_here = int(min(int64_t(kChunk), p.rows - r0));
   const int t = threadIdx.x;
-  const T* xb = static_cast<const T*>(p.x);
-  const T* dyb = static_cast<const T*>(p.dy);
   const TW* w = static_cast<const TW*>(p.weight);
   auto slot = [&](int stage, int i, int in, int c) -> uint4* {
     return stage_buf + (((stage * R + i) * 2 + in) * NV + c) * kRowThreads + t;
   };
+  // slot(0, 0, 0, 0) as a shared-space address, for the copies
+  const unsigned slot_base = static_cast<unsigned>(__cvta_generic_to_shared(stage_buf + t));
+  auto slot_shared = [&](int stage, int i, int in, int c) -> unsigned {
+    return slot_base + unsigned((((stage * R + i) * 2 + in) * NV + c) * kRowThreads * 16);
+  };
+  // Where the next step's copies come from: row r0 + next_k * R of x and dy
+  // at this thread's first slot, advanced by R rows a step (the slots of a
+  // row are c * kRowThreads * V elements apart), so a step's copies need no
+  // 64-bit products.
+  const T* x_next = static_cast<const T*>(p.x) + r0 * p.x_row_stride + slot_j0<V>(0);
+  const T* dy_next = static_cast<const T*>(p.dy) + r0 * p.dy_row_stride + slot_j0<V>(0);
+  const int64_t x_step = int64_t(R) * p.x_row_stride, dy_step = int64_t(R) * p.dy_row_stride;
+  bool slot_in[NV];  // slot c holds elements of the row (cols % V == 0: whole)
+#pragma unroll
+  for (int c = 0; c < NV; ++c) slot_in[c] = slot_j0<V>(c) < n;
   // copies of step k (rows r0 + k*R ...) into stage k % S; one group per
-  // step, empty past the chunk, so group k is always the k-th committed
+  // step, empty past the chunk, so group k is always the k-th committed;
+  // called with k = 0, 1, 2, ... in turn
   auto issue = [&](int k) {
     if (k < kSteps) {
 #pragma unroll
       for (int i = 0; i < R; ++i) {
-        const int64_t r = r0 + int64_t(k) * R + i;
-        if (r >= p.rows) continue;
+        if (k * R + i >= rows_here) continue;
 #pragma unroll
         for (int c = 0; c < NV; ++c) {
-          const int64_t j0 = slot_j0<V>(c);
-          if (j0 >= n) continue;
-          cp_async16(slot(k % S, i, 0, c), xb + r * p.x_row_stride + j0);
-          cp_async16(slot(k % S, i, 1, c), dyb + r * p.dy_row_stride + j0);
+          if (!slot_in[c]) continue;
+          const int64_t col = int64_t(c) * kRowThreads * V;
+          cp_async16_shared(slot_shared(k % S, i, 0, c), x_next + i * p.x_row_stride + col);
+          cp_async16_shared(slot_shared(k % S, i, 1, c), dy_next + i * p.dy_row_stride + col);
         }
       }
+      x_next += x_step;
+      dy_next += dy_step;
     }
     cp_async_commit();
   };
@@ -820,9 +858,21 @@ __global__ void __launch_bounds__(kRowThreads, 1)
   for (int k = 0; k < S - 1; ++k) issue(k);
   // rstd of row r0 + l in lane l
   const float rs_lane = (t % 32) < rows_here ? p.rstd[r0 + t % 32] : 0.0f;
-  Pack<TW, V> wv[NV];  // held for the whole chunk, or (kDwHoldWeight false) reloaded per use, an L1 hit
-  if (kDwHoldWeight<NV> && w)
+  Pack<TW, V> wv[NV];  // reloaded per use (kDwHoldWeight false), an L1 hit
+  float wf[kDwHoldWeight<NV> ? NV : 1][V];  // kDwHoldWeight: the weight as floats for the whole chunk
+  if (kDwHoldWeight<NV> && w) {
     load_row(wv, w, 0, 0, n);
+#pragma unroll
+    for (int c = 0; c < NV; ++c)
+#pragma unroll
+      for (int v = 0; v < V; ++v) wf[c % (kDwHoldWeight<NV> ? NV : 1)][v] = to_float(wv[c].e[v]);
+  }
+  auto weight_at = [&](int c, int v) -> float {
+    if constexpr (kDwHoldWeight<NV>)
+      return wf[c][v];
+    else
+      return to_float(wv[c].e[v]);
+  };
   float acc[NV][V];  // the chunk's dw partial of this thread's columns
 #pragma unroll
   for (int c = 0; c < NV; ++c)
@@ -858,7 +908,7 @@ __global__ void __launch_bounds__(kRowThreads, 1)
 #pragma unroll
         for (int v = 0; v < V; ++v) {  // j0 + v < n: cols % V == 0
           const float d = to_float(dv.e[v]);
-          const float g = w ? __fmul_rn(d, to_float(wv[c].e[v])) : d;
+          const float g = w ? __fmul_rn(d, weight_at(c, v)) : d;
           const float xh = __fmul_rn(to_float(xv.e[v]), rstd[i]);
           s[i] = __fadd_rn(s[i], __fmul_rn(g, xh));
           if constexpr (kHold) {
@@ -869,7 +919,7 @@ __global__ void __launch_bounds__(kRowThreads, 1)
         }
       }
     }
-    block_sum<R>(s, red);
+    block_sum_alternating<R>(s, red[k % 2]);
     // dx (rmsnorm_bwd_dx_reg_kernel's epilogue) and dw, rows in increasing order
 #pragma unroll
     for (int i = 0; i < R; ++i) {
@@ -895,7 +945,7 @@ __global__ void __launch_bounds__(kRowThreads, 1)
 #pragma unroll
           for (int v = 0; v < V; ++v) {
             const float d = to_float(dv.e[v]);
-            const float g = w ? __fmul_rn(d, to_float(wv[c].e[v])) : d;
+            const float g = w ? __fmul_rn(d, weight_at(c, v)) : d;
             const float xh = __fmul_rn(to_float(xv.e[v]), rstd[i]);
             o[v] = __fmul_rn(rstd[i], __fsub_rn(g, __fmul_rn(xh, mean_gx)));
             acc[c][v] = __fadd_rn(acc[c][v], __fmul_rn(d, xh));  // rmsnorm_dw_partial_kernel's term
