@@ -37,12 +37,16 @@ head's keys sit 256 bytes apart every Hk x 256 bytes. hnd holds
 (B, keys, Hk, D) tensor (the nhd order).
 
 Each round times every implementation once, in turn, after the same
-flush; a copy of samebits' call goes first under the name 'lead' (since the
-thirty-first session; --no-lead drops it), because whatever went first ran
-slow (1.5-2 us at 1 x 4k).
+flush, so each timed call follows (before the flush) a call of another
+implementation. That matters: a call that follows a call of its own kernel
+runs faster, samebits' decode by 1-3 us at small shapes, the peers by
+0.3-0.7 us (bench/predecessor_probe.py, thirty-second session). --lead puts
+a copy of samebits' call first, under the name 'lead'; samebits then follows
+itself while the peers do not, which reads samebits faster than the peers
+are read (the thirty-first session's default, dropped).
 
 usage: python bench/bench_decode.py --out DIR [--reps 20] [--no-flex] [--graph] [--short N] [--flush read|write]
-    [--page P] [--layout nhd|hnd] [--peer-layout hsd|shd] [--shapes 1x32768,...] [--no-lead]
+    [--page P] [--layout nhd|hnd] [--peer-layout hsd|shd] [--shapes 1x32768,...] [--lead]
 (PYTHONPATH=python and SAMEBITS_LIBRARY pointing at the library when run
 from a source tree).
 """
@@ -125,10 +129,9 @@ def main():
     ap.add_argument("--peer-layout", choices=("hsd", "shd"), default="hsd", help="the peers' K/V memory order (above)")
     ap.add_argument("--flush", choices=("write", "read"), default="read", help="the L2 flush (see above)")
     ap.add_argument("--shapes", default="", help="comma list of BxCONTEXT to run (default: all)")
-    ap.add_argument("--no-lead", dest="lead", action="store_false",
-                    help="do not capture and time a copy of samebits' call first, under the name 'lead' (it takes "
-                         "the first place of each round, which read samebits 1.5-2 us slow at 1 x 4k: "
-                         "docs/benchmarks.md, thirty-first session)")
+    ap.add_argument("--lead", action="store_true",
+                    help="capture and time a copy of samebits' call first, under the name 'lead': samebits' timed "
+                         "call then follows a call of its own kernel, the peers' do not (see above)")
     args = ap.parse_args()
     PAGE = args.page
     torch.manual_seed(0)
@@ -215,7 +218,7 @@ def main():
     tag = (("_graph" if args.graph else "") + (f"_short{args.short}" if args.short else "")
            + (f"_page{args.page}" if args.page != 64 else "") + (f"_{args.layout}" if args.layout != "nhd" else "")
            + (f"_peer{args.peer_layout}" if args.peer_layout != "hsd" else "") + ("_writeflush" if args.flush == "write" else "")
-           + ("" if args.lead else "_nolead"))
+           + ("_lead" if args.lead else ""))
     with open(os.path.join(args.out, f"bench_decode{tag}.json"), "w") as f:
         json.dump(rows, f, indent=1)
     names = ["samebits", "flash", "cudnn", "flex"] + (["lead"] if args.lead else [])

@@ -5,6 +5,9 @@
 # and timed first, so the reported default no longer takes the first
 # place), ROUNDS rounds alternated; first a check that the lead takes the
 # bias (default against an unchanged copy, rule^8, listed after it).
+# Since the thirty-second session the probe's lead is opt-in (PROBE_ARGS=--lead
+# and --lead below for this call's form): what it took away was not a
+# first-place bias but the predecessor effect of bench/predecessor_probe.py.
 set -uo pipefail
 CARRY=${CARRY:-.carry/final31}
 OLD=${OLD:-.carry/parts2}
@@ -12,7 +15,7 @@ export CARRY OLD
 source bench/device_common.sh
 cp "$0" "$OUT/run.sh"
 export PYTHONPATH=$PWD/python:$PWD/bench
-SAMEBITS_LIBRARY=$C/libsamebits.so python3 bench/gemm_cluster_probe.py --out "$OUT/lead_check.json" --configs default \
+SAMEBITS_LIBRARY=$C/libsamebits.so python3 bench/gemm_cluster_probe.py --out "$OUT/lead_check.json" --configs default --lead \
   --tiles 'rule^8,rule@rem-direct' --shapes 384x4096x4096,576x4096x4096,1280x4096x4096,384x14336x4096 --reps 15 \
   --captures 2 > "$OUT/lead_check.log" 2>&1
 echo "== lead check"; cat "$OUT/lead_check.log"

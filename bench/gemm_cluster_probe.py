@@ -6,10 +6,17 @@ launch) beside cuBLAS
 one call, after an L2 flush (--flush read, default: 256 MiB written, then
 256 MiB read, which leaves clean lines; --flush write: the write alone, which
 leaves L2 dirty), between CUDA events; median of --reps, the configurations
-timed in turn within each repetition. A copy of the first configuration,
-'lead', is captured and timed ahead of the others (--no-lead drops it):
-whatever comes first runs 0.3-2.4 us slow (thirty-first session). Every
-samebits output is compared bitwise with the first configuration's.
+timed in turn within each repetition. A timed call runs faster when the
+call before it (before the flush) ran the same kernel: 0.5-1 us for
+samebits' GEMM at 384-1280 x 4096 x 4096, 0.1-0.5 us for cuBLAS
+(bench/predecessor_probe.py, thirty-second session). In this order the
+first configuration follows cuBLAS and cuBLAS follows the last
+configuration; two configurations that launch the same kernel, listed one
+after the other, read the second one faster. --lead captures and times a copy
+of the first configuration ahead of the others, under the name 'lead'
+(the thirty-first session's default, dropped: the first configuration then
+follows its own kernel while cuBLAS does not). Every samebits output is
+compared bitwise with the first configuration's.
 
     SAMEBITS_LIBRARY=lib.so PYTHONPATH=python python bench/gemm_cluster_probe.py --out probe.json
 """
@@ -34,10 +41,9 @@ ap.add_argument("--tiles", default="", help="comma list of entries to force (SAM
 ap.add_argument("--trace", default="", help="a folder: after the timing, each configuration once more, eagerly, with "
                 "SAMEBITS_GEMM_TRACE=<folder>/<shape>_<configuration>.txt (a -DSAMEBITS_GEMM_PROBE library, "
                 "branch gemm-probe)")
-ap.add_argument("--no-lead", dest="lead", action="store_false",
-                help="do not capture and time a copy of the first configuration ahead of the others, under the "
-                     "name 'lead' (the thirty-first session found whichever configuration comes first 0.3-2.4 us "
-                     "slower than a copy of itself that comes later; the copy takes that place instead)")
+ap.add_argument("--lead", action="store_true",
+                help="capture and time a copy of the first configuration ahead of the others, under the name 'lead' "
+                     "(the first configuration then follows a call of its own kernel; see above)")
 ap.add_argument("--flush", choices=("read", "write"), default="read",
                 help="read: 256 MiB written then 256 MiB read (clean L2); write: the 256 MiB write alone (dirty L2)")
 args = ap.parse_args()

@@ -35,8 +35,8 @@ def main():
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--lead", action="store_true",
                     help="capture and time a copy of the first call (the copy) ahead of the others, under the name "
-                         "'lead', so that the copy no longer takes the first place of each round (the GEMM probe "
-                         "read whatever it timed first slow: docs/benchmarks_dense.md, thirty-first session)")
+                         "'lead'. The copy then follows a call of its own kernel (faster: "
+                         "bench/predecessor_probe.py), the other calls follow other kernels, as without --lead")
     args = ap.parse_args()
     flush = Flush("read")
     rows, fails = [], []
