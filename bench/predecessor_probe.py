@@ -18,6 +18,11 @@ decode bBxC (samebits' attention_with_kvcache over a paged cache of 64-token
 pages beside SDPA's cuDNN backend on contiguous K/V, 64 query heads, 8 KV
 heads, head dim 128, bf16: bench_decode.py's defaults).
 
+--variants adds samebits calls captured under the library's knobs, each a
+call of its own in the pairs (e.g. "nopdl:SAMEBITS_DECODE_PDL=0,walk:
+SAMEBITS_DECODE_WALK=force"; several settings of one variant joined by
+'+'), to see which schedule or launch form pays for a cold start.
+
     SAMEBITS_LIBRARY=lib.so PYTHONPATH=python:bench python bench/predecessor_probe.py --out pp.json
 """
 import argparse
@@ -28,21 +33,38 @@ import torch
 import torch.nn.functional as F
 
 import samebits
-from bench_util import Flush, graphed
+from bench_util import Flush, forced_env, graphed
 from samebits import dense as D
 
 ap = argparse.ArgumentParser()
 ap.add_argument("--out", required=True)
 ap.add_argument("--reps", type=int, default=15)
 ap.add_argument("--shapes", default="384x4096x4096,1280x4096x4096,b1x4096,b1x32768,b16x4096")
+ap.add_argument("--variants", default="",
+                help="comma list of NAME:ENV=VALUE[+ENV=VALUE]: samebits' call captured under those settings")
 args = ap.parse_args()
+VARIANTS = {}
+for item in filter(None, args.variants.split(",")):
+    name, settings = item.split(":", 1)
+    VARIANTS[name] = dict(kv.split("=", 1) for kv in settings.split("+"))
+
+
+def with_variants(ours, calls):
+    """calls plus, for each --variants entry, samebits' call (`ours`)
+    captured under its settings (the library reads its knobs on every
+    call, so at capture)."""
+    for name, env in VARIANTS.items():
+        with forced_env(env):
+            calls[name] = graphed(ours)
+    return calls
 
 
 def gemm_calls(M, N, K):
     g = torch.Generator(device="cuda").manual_seed(M + N + K)
     x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16, generator=g)
     w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16, generator=g) / 64
-    return {"samebits": graphed(lambda: D.linear(x, w)), "cuBLAS": graphed(lambda: F.linear(x, w))}
+    return with_variants(lambda: D.linear(x, w),
+                         {"samebits": graphed(lambda: D.linear(x, w)), "cuBLAS": graphed(lambda: F.linear(x, w))})
 
 
 def decode_calls(B, ctx, H=64, HK=8, Dh=128, page=64):
@@ -69,7 +91,7 @@ def decode_calls(B, ctx, H=64, HK=8, Dh=128, page=64):
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
             return F.scaled_dot_product_attention(qd, kd, vd, enable_gqa=True)
 
-    return {"samebits": graphed(ours), "cuDNN": graphed(cudnn)}
+    return with_variants(ours, {"samebits": graphed(ours), "cuDNN": graphed(cudnn)})
 
 
 flush = Flush("read")
