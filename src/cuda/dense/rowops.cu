@@ -197,37 +197,18 @@ __device__ __forceinline__ void load_row(Pack<E, V> (&dst)[NV], const void* base
 // The fixed CTA tree (see top) over the threads' partial sums of R rows at
 // once; row i's tree touches only v[i] and red[i]. The leading barrier lets
 // the function be called repeatedly on the same `red`.
-template <int R>
+// kLeadingBarrier false: without the leading barrier, for a caller that
+// alternates two `red` buffers (rmsnorm_bwd_fused_kernel: step k uses
+// red[k % 2]). A thread writes red[k % 2] in step k + 2 only after the
+// barrier of step k + 1, which every thread reaches after its reads of step
+// k: one barrier a step. The tree, and so every bit, is the same.
+template <int R, bool kLeadingBarrier = true>
 __device__ __forceinline__ void block_sum(float (&v)[R], float (*red)[kWarps]) {
 #pragma unroll
   for (int i = 0; i < R; ++i)
 #pragma unroll
     for (int o = 16; o >= 1; o /= 2) v[i] = __fadd_rn(v[i], __shfl_xor_sync(0xffffffffu, v[i], o));
-  __syncthreads();  // previous readers of `red` are done
-  if (threadIdx.x % 32 == 0)
-#pragma unroll
-    for (int i = 0; i < R; ++i) red[i][threadIdx.x / 32] = v[i];
-  __syncthreads();  // warp totals visible to every thread
-#pragma unroll
-  for (int i = 0; i < R; ++i) {
-    float s = 0.0f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) s = __fadd_rn(s, red[i][w]);
-    v[i] = s;
-  }
-}
-
-// block_sum without its leading barrier, for a caller that alternates two
-// `red` buffers (rmsnorm_bwd_fused_kernel: row k uses red[k % 2]). A thread
-// writes red[k % 2] in row k + 2 only after the barrier of row k + 1, which
-// every thread reaches after its reads of row k: one barrier a row. The
-// tree, and so every bit, is block_sum's.
-template <int R>
-__device__ __forceinline__ void block_sum_alternating(float (&v)[R], float (*red)[kWarps]) {
-#pragma unroll
-  for (int i = 0; i < R; ++i)
-#pragma unroll
-    for (int o = 16; o >= 1; o /= 2) v[i] = __fadd_rn(v[i], __shfl_xor_sync(0xffffffffu, v[i], o));
+  if constexpr (kLeadingBarrier) __syncthreads();  // previous readers of `red` are done
   if (threadIdx.x % 32 == 0)
 #pragma unroll
     for (int i = 0; i < R; ++i) red[i][threadIdx.x / 32] = v[i];
@@ -755,7 +736,7 @@ __global__ void __launch_bounds__(kColThreads)
 // into shared memory with cp.async, kDwStages steps of kDwRows rows ahead,
 // one commit group per step. A thread reads back only what it copied itself,
 // so cp.async.wait_group orders producer and consumer and no barrier is
-// needed for the copies; the one barrier a row is block_sum_alternating's.
+// needed for the copies; the one barrier a step is block_sum<R, false>'s.
 
 // FREE: rows per step (side by side in one block_sum, as kRowsPerCta). Two
 // at NV = 2 since the thirty-second session: two rows' chains interleave and
@@ -812,7 +793,7 @@ __global__ void __launch_bounds__(kRowThreads, 1)
   static_assert(kFoldWarps * 32 == kRowThreads, "the inline fold runs on the CTA's threads");
   static_assert(dw_smem_bytes<NV>() >= int(sizeof(float[2][kFoldRound][32])), "the fold reuses the stages");
   extern __shared__ uint4 stage_buf[];  // [S][R][2 (x, dy)][NV][kRowThreads] 16-byte vectors
-  __shared__ float red[2][R][kWarps];  // step k's warp totals in red[k % 2] (block_sum_alternating)
+  __shared__ float red[2][R][kWarps];  // step k's warp totals in red[k % 2] (block_sum<R, false>)
   const int64_t n = p.cols, r0 = int64_t(blockIdx.x) * kChunk;
   const int rows_here = int(min(int64_t(kChunk), p.rows - r0));
   const int t = threadIdx.x;
@@ -921,7 +902,7 @@ __global__ void __launch_bounds__(kRowThreads, 1)
         }
       }
     }
-    block_sum_alternating<R>(s, red[k % 2]);
+    block_sum<R, false>(s, red[k % 2]);  // one barrier a step
     // dx (rmsnorm_bwd_dx_reg_kernel's epilogue) and dw, rows in increasing order
 #pragma unroll
     for (int i = 0; i < R; ++i) {
