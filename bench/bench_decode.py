@@ -39,8 +39,8 @@ head's keys sit 256 bytes apart every Hk x 256 bytes. hnd holds
 Each round times every implementation once, in turn, after the same
 flush, so each timed call follows (before the flush) a call of another
 implementation. That matters: a call that follows a call of its own kernel
-runs faster, samebits' decode by 1-3 us at small shapes, the peers by
-0.3-0.7 us (bench/predecessor_probe.py, thirty-second session). --lead puts
+runs faster, samebits' decode by up to 3 us at small shapes, the peers by
+up to 0.7 us (bench/predecessor_probe.py, thirty-second session). --lead puts
 a copy of samebits' call first, under the name 'lead'; samebits then follows
 itself while the peers do not, which reads samebits faster than the peers
 are read (the thirty-first session's default, dropped).

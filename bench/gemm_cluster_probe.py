@@ -7,8 +7,8 @@ one call, after an L2 flush (--flush read, default: 256 MiB written, then
 256 MiB read, which leaves clean lines; --flush write: the write alone, which
 leaves L2 dirty), between CUDA events; median of --reps, the configurations
 timed in turn within each repetition. A timed call runs faster when the
-call before it (before the flush) ran the same kernel: 0.5-1 us for
-samebits' GEMM at 384-1280 x 4096 x 4096, 0.1-0.5 us for cuBLAS
+call before it (before the flush) ran the same kernel: 1.0-1.4 us for
+samebits' GEMM at 384, 1152 and 1280 x 4096 x 4096, 0.2-0.5 us for cuBLAS
 (bench/predecessor_probe.py, thirty-second session). In this order the
 first configuration follows cuBLAS and cuBLAS follows the last
 configuration; two configurations that launch the same kernel, listed one
