@@ -19,7 +19,7 @@ for r in $(seq 1 ${ROUNDS:-2}); do
     d="$OUT/r$r${lead:+_lead}"
     timeout 250 python3 bench/bench_decode.py --out "$d" --graph --captures 2 --reps 15 --no-flex --shapes "$SH" $lead \
       > "$d.log" 2>&1
-    echo "== round $r ${lead:-with the lead}"; grep -A20 "^| batch" "$d.log"
+    echo "== round $r ${lead:-without the lead}"; grep -A20 "^| batch" "$d.log"
   done
 done
 python3 - "$OUT" <<'PY'
