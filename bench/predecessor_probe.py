@@ -40,6 +40,9 @@ ap = argparse.ArgumentParser()
 ap.add_argument("--out", required=True)
 ap.add_argument("--reps", type=int, default=15)
 ap.add_argument("--shapes", default="384x4096x4096,1280x4096x4096,b1x4096,b1x32768,b16x4096")
+ap.add_argument("--twin", action="store_true",
+                help="add a predecessor 'twin': samebits' call of the same shape on buffers of its own (same kernels, "
+                     "other data), to tell a warm code/launch state from warm data")
 ap.add_argument("--variants", default="",
                 help="comma list of NAME:ENV=VALUE[+ENV=VALUE]: samebits' call captured under those settings")
 args = ap.parse_args()
@@ -59,16 +62,25 @@ def with_variants(ours, calls):
     return calls
 
 
-def gemm_calls(M, N, K):
-    g = torch.Generator(device="cuda").manual_seed(M + N + K)
+def gemm_data(M, N, K, seed):
+    g = torch.Generator(device="cuda").manual_seed(seed)
     x = torch.randn(M, K, device="cuda", dtype=torch.bfloat16, generator=g)
     w = torch.randn(N, K, device="cuda", dtype=torch.bfloat16, generator=g) / 64
-    return with_variants(lambda: D.linear(x, w),
-                         {"samebits": graphed(lambda: D.linear(x, w)), "cuBLAS": graphed(lambda: F.linear(x, w))})
+    return x, w
 
 
-def decode_calls(B, ctx, H=64, HK=8, Dh=128, page=64):
-    samebits.set_value_checks(False)
+def gemm_calls(M, N, K):
+    x, w = gemm_data(M, N, K, M + N + K)
+    calls = with_variants(lambda: D.linear(x, w),
+                          {"samebits": graphed(lambda: D.linear(x, w)), "cuBLAS": graphed(lambda: F.linear(x, w))})
+    twins = {}
+    if args.twin:
+        x2, w2 = gemm_data(M, N, K, M + N + K + 1)
+        twins["twin"] = graphed(lambda: D.linear(x2, w2))
+    return calls, twins
+
+
+def decode_data(B, ctx, H, HK, Dh, page):
     q = torch.randn(B, 1, H, Dh, dtype=torch.bfloat16, device="cuda")
     kc = torch.randn(B * ctx // page, page, HK, Dh, dtype=torch.bfloat16, device="cuda")
     vc = torch.randn_like(kc)
@@ -76,6 +88,12 @@ def decode_calls(B, ctx, H=64, HK=8, Dh=128, page=64):
     seqlens = torch.full((B,), ctx, dtype=torch.int32, device="cuda")
     ws_bytes, _ = samebits.kvcache_workspace_size(q, kc, table)
     ws = torch.empty(max(ws_bytes, 1), dtype=torch.uint8, device="cuda")
+    return q, kc, vc, table, seqlens, ws
+
+
+def decode_calls(B, ctx, H=64, HK=8, Dh=128, page=64):
+    samebits.set_value_checks(False)
+    q, kc, vc, table, seqlens, ws = decode_data(B, ctx, H, HK, Dh, page)
 
     def ours():
         return samebits.attention_with_kvcache(q, kc, vc, cache_seqlens=seqlens, block_table=table, causal=True,
@@ -91,7 +109,13 @@ def decode_calls(B, ctx, H=64, HK=8, Dh=128, page=64):
         with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
             return F.scaled_dot_product_attention(qd, kd, vd, enable_gqa=True)
 
-    return with_variants(ours, {"samebits": graphed(ours), "cuDNN": graphed(cudnn)})
+    calls = with_variants(ours, {"samebits": graphed(ours), "cuDNN": graphed(cudnn)})
+    twins = {}
+    if args.twin:
+        q2, kc2, vc2, table2, seqlens2, ws2 = decode_data(B, ctx, H, HK, Dh, page)
+        twins["twin"] = graphed(lambda: samebits.attention_with_kvcache(
+            q2, kc2, vc2, cache_seqlens=seqlens2, block_table=table2, causal=True, workspace=ws2))
+    return calls, twins
 
 
 flush = Flush("read")
@@ -100,11 +124,12 @@ result = {"device": torch.cuda.get_device_name(), "shapes": {}}
 for sh in args.shapes.split(","):
     if sh.startswith("b"):
         B, ctx = (int(v) for v in sh[1:].split("x"))
-        calls = decode_calls(B, ctx)
+        calls, twins = decode_calls(B, ctx)
     else:
-        calls = gemm_calls(*(int(v) for v in sh.split("x")))
+        calls, twins = gemm_calls(*(int(v) for v in sh.split("x")))
     names = list(calls)
-    pairs = [(p, x) for x in names for p in ["flush"] + names]
+    pairs = [(p, x) for x in names for p in ["flush"] + names + list(twins)]
+    calls.update(twins)
     ts = {pair: [] for pair in pairs}
     for rep in range(args.reps):
         for i in range(len(pairs)):
