@@ -13,10 +13,10 @@ cp "$0" "$OUT/run.sh"
 export PYTHONPATH=$PWD/python:$PWD/bench SAMEBITS_LIBRARY=$C/libsamebits.so
 V="nopdl:SAMEBITS_DECODE_PDL=0,fold:SAMEBITS_DECODE_FOLD=force,walk:SAMEBITS_DECODE_WALK=force"
 for r in 1 2; do
-  timeout 240 python3 bench/predecessor_probe.py --twin --out "$OUT/cold_r$r.json" --reps 11 --variants "$V" \
+  timeout 150 python3 bench/predecessor_probe.py --twin --out "$OUT/cold_r$r.json" --reps 11 --variants "$V" \
     --shapes b1x1024,b1x2048,b1x4096,b2x2048,b4x1024,b1x16384,b1x32768,b8x2048,b16x4096,b1x131072 > "$OUT/cold_r$r.log" 2>&1
   echo "== decode round $r rc=$?"; cat "$OUT/cold_r$r.log"
-  timeout 120 python3 bench/predecessor_probe.py --twin --out "$OUT/cold_gemm_r$r.json" --reps 11 \
+  timeout 80 python3 bench/predecessor_probe.py --twin --out "$OUT/cold_gemm_r$r.json" --reps 11 \
     --variants "direct:SAMEBITS_GEMM_EPILOGUE=direct,remdirect:SAMEBITS_GEMM_EPILOGUE=staged-rem-direct" \
     --shapes 384x4096x4096,512x4096x4096,1152x4096x4096,1280x4096x4096,192x14336x4096 > "$OUT/cold_gemm_r$r.log" 2>&1
   echo "== GEMM round $r rc=$?"; cat "$OUT/cold_gemm_r$r.log"
@@ -25,7 +25,8 @@ MS="1 16 64 128 192 256 384 512 640 768 896 1024 1152 1280 1536 1792 2048 4096 1
 SH=""
 for nk in 4096x4096 14336x4096 4096x14336 128256x4096; do for m in $MS; do SH="$SH${SH:+,}${m}x$nk"; done; done
 for r in $(seq 1 "${ROUNDS:-2}"); do
-  timeout 200 python3 bench/gemm_cluster_probe.py --configs default --shapes "$SH" --reps 11 --captures 2 \
+  [ "$SECONDS" -gt 400 ] && { echo "== table round $r skipped (${SECONDS}s)"; break; }
+  timeout $((560 - SECONDS)) python3 bench/gemm_cluster_probe.py --configs default --shapes "$SH" --reps 11 --captures 2 \
     --out "$OUT/table_$r.json" > "$OUT/table_$r.log" 2>&1
   echo "== table round $r rc=$?"
 done
