@@ -41,8 +41,9 @@ ap.add_argument("--out", required=True)
 ap.add_argument("--reps", type=int, default=15)
 ap.add_argument("--shapes", default="384x4096x4096,1280x4096x4096,b1x4096,b1x32768,b16x4096")
 ap.add_argument("--twin", action="store_true",
-                help="add a predecessor 'twin': samebits' call of the same shape on buffers of its own (same kernels, "
-                     "other data), to tell a warm code/launch state from warm data")
+                help="add predecessors 'twin' and 'peer twin': samebits' and the peer's call of the same shape on "
+                     "buffers of their own (same kernels, other data), to tell a warm code/launch state from "
+                     "warm data")
 ap.add_argument("--variants", default="",
                 help="comma list of NAME:ENV=VALUE[+ENV=VALUE]: samebits' call captured under those settings")
 args = ap.parse_args()
@@ -77,6 +78,7 @@ def gemm_calls(M, N, K):
     if args.twin:
         x2, w2 = gemm_data(M, N, K, M + N + K + 1)
         twins["twin"] = graphed(lambda: D.linear(x2, w2))
+        twins["peer twin"] = graphed(lambda: F.linear(x2, w2))
     return calls, twins
 
 
@@ -99,22 +101,26 @@ def decode_calls(B, ctx, H=64, HK=8, Dh=128, page=64):
         return samebits.attention_with_kvcache(q, kc, vc, cache_seqlens=seqlens, block_table=table, causal=True,
                                                workspace=ws)
 
-    def logical(c):
-        return c[table.long().view(-1)].reshape(B, ctx, HK, Dh).transpose(1, 2).contiguous()
-
-    kd, vd, qd = logical(kc), logical(vc), q.transpose(1, 2)
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
-    def cudnn():
-        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
-            return F.scaled_dot_product_attention(qd, kd, vd, enable_gqa=True)
+    def cudnn_call(q, kc, vc, table):
+        def logical(c):
+            return c[table.long().view(-1)].reshape(B, ctx, HK, Dh).transpose(1, 2).contiguous()
 
-    calls = with_variants(ours, {"samebits": graphed(ours), "cuDNN": graphed(cudnn)})
+        kd, vd, qd = logical(kc), logical(vc), q.transpose(1, 2)
+
+        def cudnn():
+            with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                return F.scaled_dot_product_attention(qd, kd, vd, enable_gqa=True)
+        return cudnn
+
+    calls = with_variants(ours, {"samebits": graphed(ours), "cuDNN": graphed(cudnn_call(q, kc, vc, table))})
     twins = {}
     if args.twin:
         q2, kc2, vc2, table2, seqlens2, ws2 = decode_data(B, ctx, H, HK, Dh, page)
         twins["twin"] = graphed(lambda: samebits.attention_with_kvcache(
             q2, kc2, vc2, cache_seqlens=seqlens2, block_table=table2, causal=True, workspace=ws2))
+        twins["peer twin"] = graphed(cudnn_call(q2, kc2, vc2, table2))
     return calls, twins
 
 
