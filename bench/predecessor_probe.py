@@ -53,6 +53,17 @@ for item in filter(None, args.variants.split(",")):
     VARIANTS[name] = dict(kv.split("=", 1) for kv in settings.split("+"))
 
 
+# The captured calls' closures (and so their input tensors) for the shape
+# being timed: a graph replay reads its inputs' memory, which must stay
+# allocated until the graph is dropped.
+ALIVE = []
+
+
+def keep(fn):
+    ALIVE.append(fn)
+    return fn
+
+
 def with_variants(ours, calls):
     """calls plus, for each --variants entry, samebits' call (`ours`)
     captured under its settings (the library reads its knobs on every
@@ -72,12 +83,12 @@ def gemm_data(M, N, K, seed):
 
 def gemm_calls(M, N, K):
     x, w = gemm_data(M, N, K, M + N + K)
-    calls = with_variants(lambda: D.linear(x, w),
+    calls = with_variants(keep(lambda: D.linear(x, w)),
                           {"samebits": graphed(lambda: D.linear(x, w)), "cuBLAS": graphed(lambda: F.linear(x, w))})
     twins = {}
     if args.twin:
         x2, w2 = gemm_data(M, N, K, M + N + K + 1)
-        twins["twin"] = graphed(lambda: D.linear(x2, w2))
+        twins["twin"] = graphed(keep(lambda: D.linear(x2, w2)))
         twins["peer twin"] = graphed(lambda: F.linear(x2, w2))
     return calls, twins
 
@@ -97,6 +108,7 @@ def decode_calls(B, ctx, H=64, HK=8, Dh=128, page=64):
     samebits.set_value_checks(False)
     q, kc, vc, table, seqlens, ws = decode_data(B, ctx, H, HK, Dh, page)
 
+    @keep
     def ours():
         return samebits.attention_with_kvcache(q, kc, vc, cache_seqlens=seqlens, block_table=table, causal=True,
                                                workspace=ws)
@@ -109,6 +121,7 @@ def decode_calls(B, ctx, H=64, HK=8, Dh=128, page=64):
 
         kd, vd, qd = logical(kc), logical(vc), q.transpose(1, 2)
 
+        @keep
         def cudnn():
             with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
                 return F.scaled_dot_product_attention(qd, kd, vd, enable_gqa=True)
@@ -118,8 +131,8 @@ def decode_calls(B, ctx, H=64, HK=8, Dh=128, page=64):
     twins = {}
     if args.twin:
         q2, kc2, vc2, table2, seqlens2, ws2 = decode_data(B, ctx, H, HK, Dh, page)
-        twins["twin"] = graphed(lambda: samebits.attention_with_kvcache(
-            q2, kc2, vc2, cache_seqlens=seqlens2, block_table=table2, causal=True, workspace=ws2))
+        twins["twin"] = graphed(keep(lambda: samebits.attention_with_kvcache(
+            q2, kc2, vc2, cache_seqlens=seqlens2, block_table=table2, causal=True, workspace=ws2)))
         twins["peer twin"] = graphed(cudnn_call(q2, kc2, vc2, table2))
     return calls, twins
 
@@ -153,6 +166,7 @@ for sh in args.shapes.split(","):
     med = {f"{x} after {p}": round(statistics.median(v), 2) for (p, x), v in ts.items()}
     result["shapes"][sh] = med
     print(f"{sh}: " + "  ".join(f"{k} {v:.2f}" for k, v in med.items()), flush=True)
-    del calls
+    del calls, twins
+    ALIVE.clear()
     torch.cuda.empty_cache()
 json.dump(result, open(args.out, "w"), indent=1)
