@@ -39,7 +39,7 @@ export PYTHONPATH=$PWD/python:$PWD/bench SAMEBITS_LIBRARY=$C/libsamebits.so
 for r in $(seq 1 "${ROUNDS:-2}"); do
   timeout 150 python3 bench/predecessor_probe.py --out "$OUT/warm_r$r.json" --reps 11 \
     --variants "nowarm:SAMEBITS_DECODE_COMBINE_WARM=0,fold:SAMEBITS_DECODE_FOLD=force" \
-    --shapes ${SHAPES:-b1x2048,b1x4096,b2x2048,b1x8192,b2x4096,b3x4096,b1x16384,b1x32768,b8x2048,b1x131072,b16x4096} \
+    --shapes ${SHAPES:-b1x2048,b1x4096,b2x2048,b1x8192,b2x4096,b3x4096,b1x16384,b1x32768,b8x2048,b1x131072,b16x4096,b4x1024} \
     > "$OUT/warm_r$r.log" 2>&1
   echo "== round $r rc=$?"; cat "$OUT/warm_r$r.log"
 done

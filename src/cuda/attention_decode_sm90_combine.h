@@ -83,11 +83,15 @@ struct DecodeCombine {
     return static_cast<size_t>(kRowsPerCta) * row_floats(max_splits) * sizeof(float);
   }
 
-  __device__ static void cp_async_16(float* dst, const float* src) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(smem_addr(dst)), "l"(src) : "memory");
+  // `dry`: a zero-size source, so nothing is read from global memory and
+  // the destination is zero-filled (the dry pass).
+  __device__ static void cp_async_16(float* dst, const float* src, bool dry) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(smem_addr(dst)), "l"(src), "r"(dry ? 0 : 16)
+                 : "memory");
   }
-  __device__ static void cp_async_8(float* dst, const float* src) {
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 8;" ::"r"(smem_addr(dst)), "l"(src) : "memory");
+  __device__ static void cp_async_8(float* dst, const float* src, bool dry) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;" ::"r"(smem_addr(dst)), "l"(src), "r"(dry ? 0 : 8)
+                 : "memory");
   }
   // The threads of one row meet: every thread's completed cp.async bytes
   // (cp_async_wait) become visible to the others, or every thread is done
@@ -120,17 +124,41 @@ struct DecodeCombine {
     decode_visibility(p, lk).row_bounds(i, lo, hi);
 
     // Pass 1's partials (and, as the stream requires, all of pass 1's
-    // writes) are complete and visible after this; without programmatic
-    // serialization it returns at once.
-    grid_dependency_wait();
+    // writes) are complete and visible after grid_dependency_wait; without
+    // programmatic serialization it returns at once.
+    //
+    // FREE (p.combine_warm): the code below first runs once "dry", before
+    // the wait: no partial is loaded (the copies are zero-size), nothing is
+    // written, at most kDryFold splits of one chunk are folded from shared
+    // memory whose values are discarded. The same instructions then run
+    // for real after the wait. With programmatic dependent launch the dry
+    // pass runs while pass 1 drains, so the instructions the combine needs
+    // after the wait are already in the SM's instruction cache instead of
+    // being fetched from memory on the critical path (after another
+    // kernel, bench/predecessor_probe.py). The real pass's operations are
+    // the same either way.
+#pragma unroll 1
+    for (int pass = p.combine_warm ? 0 : 1; pass < 2; ++pass) {
+      const bool dry = pass == 0;
+      if (!dry) grid_dependency_wait();
+      fold_row(p, smem, row, i, h, b, lk, lo, hi, c0, t, row_threads, part_cols, dry);
+    }
+  }
 
+  // Up to this many splits folded by the dry pass: the fold loop's unrolled
+  // body (4) once and its remainder once.
+  static constexpr int kDryFold = 6;
+
+  __device__ static void fold_row(const AttentionDecodeParams& p, float* smem, int64_t row, int i, int h, int b,
+                                  int lk, int lo, int hi, int c0, int t, int row_threads, int part_cols,
+                                  bool dry) {
     float M = -CUDART_INF_F, L = 0.f;
     float acc[kCols];
 #pragma unroll
     for (int j = 0; j < kCols; ++j) acc[j] = 0.f;
     if (lk > 0 && hi >= lo) {  // the same for every thread of the row
       const int s_lo = lo / Cfg::kSplit, s_hi = hi / Cfg::kSplit;
-      const int n = s_hi - s_lo + 1;  // <= max_splits
+      const int n = dry ? min(s_hi - s_lo + 1, kDryFold) : s_hi - s_lo + 1;  // <= max_splits
       const int chunk = chunk_splits(p.max_splits);
       const int chunks = (n + chunk - 1) / chunk;
       float* const mine = smem + (threadIdx.x / kRowThreads) * row_floats(p.max_splits);
@@ -149,9 +177,9 @@ struct DecodeCombine {
         const int piece_shift = __ffs(part_cols / 4) - 1, pieces = 1 << piece_shift;
         for (int k = t; k < cnt * pieces; k += row_threads) {
           const int u = k >> piece_shift, off = u * kD + 4 * (k & (pieces - 1));
-          cp_async_16(dst + c0 + off, src + off);
+          cp_async_16(dst + c0 + off, src + off, dry);
         }
-        for (int k = t; k < cnt; k += row_threads) cp_async_8(dst_ml + 2 * k, src_ml + 2 * k);
+        for (int k = t; k < cnt; k += row_threads) cp_async_8(dst_ml + 2 * k, src_ml + 2 * k, dry);
         cp_async_commit();
       };
 
@@ -206,6 +234,10 @@ struct DecodeCombine {
     decode_finish_row(M, L, inv, lse);
     Elem* o = static_cast<Elem*>(p.out) + b * p.o_batch_stride + static_cast<int64_t>(i) * p.o_row_stride +
               h * p.o_head_stride + c0 + t * kCols;
+    if (dry) {
+      row_sync();  // the dry fold's reads done before the real pass refills the buffer
+      return;
+    }
 #pragma unroll
     for (int j = 0; j < kCols; j += 2)
       *reinterpret_cast<uint32_t*>(o + j) =

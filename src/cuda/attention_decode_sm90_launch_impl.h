@@ -279,6 +279,14 @@ int combine_parts(const AttentionDecodeParams& params, int64_t rows) {
   return rows <= 2 * int64_t(device_sm_count()) ? 2 : 1;
 }
 
+// FREE. Whether the combine warms its code before the wait
+// (DecodeCombine::run; SAMEBITS_DECODE_COMBINE_WARM: unset or 1 = yes, 0 =
+// no; read on every call). The same bits either way.
+inline bool decode_combine_warm() {
+  const char* env = std::getenv("SAMEBITS_DECODE_COMBINE_WARM");
+  return env == nullptr || env[0] == '\0' || std::strcmp(env, "0") != 0;
+}
+
 template <class Cfg>
 sb_status launch_combine(const AttentionDecodeParams& params_in, cudaStream_t stream) {
   using Combine = DecodeCombine<Cfg>;
@@ -286,6 +294,7 @@ sb_status launch_combine(const AttentionDecodeParams& params_in, cudaStream_t st
   AttentionDecodeParams params = params_in;
   const int64_t rows = static_cast<int64_t>(params.batch) * params.num_heads * params.q_count;
   params.combine_parts = combine_parts<Cfg>(params, rows);
+  params.combine_warm = decode_combine_warm() ? 1 : 0;
   const dim3 grid(static_cast<unsigned>((rows + Combine::kRowsPerCta - 1) / Combine::kRowsPerCta *
                                         params.combine_parts));
   const dim3 block(static_cast<unsigned>(Combine::kThreads / params.combine_parts));

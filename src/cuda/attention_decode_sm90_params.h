@@ -90,6 +90,9 @@ struct AttentionDecodeParams {
   // FREE. The combine's column parts per row (1, 2 or 4; DecodeCombine,
   // set by launch_combine).
   int32_t combine_parts;
+  // FREE. The combine runs its code once dry before waiting for pass 1
+  // (DecodeCombine::run; set by launch_combine).
+  int32_t combine_warm;
 };
 
 // FREE. Schedules of the split kernel, selected per call on the host
