@@ -740,13 +740,15 @@ __global__ void __launch_bounds__(kColThreads)
 
 // FREE: rows per step (side by side in one block_sum, as kRowsPerCta). Two
 // at NV = 2 since the thirty-second session: two rows' chains interleave and
-// share a barrier (H100, N = 4096: 2-4 % faster than one row a step).
+// share a barrier (H100, N = 4096: 2-4 % faster than one row a step); two
+// at NV = 4 since the thirty-third (H100, N = 8192, after an L2 flush:
+// 1.5-1.8 % faster at 4096-32768 rows; back to back -1 to +1.6 %).
 template <int NV>
-constexpr int kDwRows = NV <= 2 ? 2 : 1;
+constexpr int kDwRows = NV <= 4 ? 2 : 1;
 // FREE: steps in flight, about 128 KiB of x and dy per CTA (192 KiB at NV = 8,
-// three rows of 64 KiB); one CTA per SM.
+// three rows of 64 KiB; NV = 4: two steps of two rows); one CTA per SM.
 template <int NV>
-constexpr int kDwStages = NV == 1 ? 8 : NV <= 4 ? 4 : 3;
+constexpr int kDwStages = NV == 1 ? 8 : NV == 2 ? 4 : NV == 4 ? 2 : 3;
 // FREE: the weight stays in registers for the whole chunk (else it is
 // reloaded where used): at NV = 8 the 64 dw accumulators and the weight do
 // not fit in 255 registers without spills.
