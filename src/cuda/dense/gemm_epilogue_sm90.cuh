@@ -216,7 +216,7 @@ __device__ __forceinline__ void store_tile(const GemmTmaParams& p, const float (
 template <class TO, int WN, class TB>
 __device__ __forceinline__ void store_tile_staged_body(const GemmTmaParams& p, const float (&acc)[WN / 2], int bz,
                                                        const char* bias, int64_t row0, int64_t col0, uint8_t* buf,
-                                                       int bar_id, uint32_t& chunk, bool dry) {
+                                                       int bar_id, uint32_t& chunk) {
   const int t = threadIdx.x % 128, l = t % 32;
   const bool leader = t == 0;
   const int rw = (t / 32) * 16 + l / 4;  // this thread's first row in the fragment (and rw + 8)
@@ -265,7 +265,7 @@ __device__ __forceinline__ void store_tile_staged_body(const GemmTmaParams& p, c
       }
     fence_async_smem();
     named_bar_sync(bar_id, 128);  // block written
-    if (leader && !dry) {
+    if (leader) {
       tma_store_3d(map, b, int32_t(c), int32_t(row0), bz);
       bulk_commit();
     }
@@ -284,7 +284,7 @@ __device__ __forceinline__ void store_tile_staged_body(const GemmTmaParams& p, c
       else  // rows of kRem * 2 bytes, unswizzled
         block(std::integral_constant<int, kRem / 8>{}, j0, &p.tma_c_rem, col0 + WN - kRem,
               [](int r, int u) { return uint32_t(r * kRem * 2 + (u << 4)); });
-    } else if (!dry) {  // through the direct epilogue's store
+    } else {  // through the direct epilogue's store
       TO* out = static_cast<TO*>(p.out) + int64_t(bz) * p.out_batch_stride;
       store_warp_rows_body<TO, WN, TB, j0, WN / 8>(p, acc, out, bias, row0 + rw, col0 + cq);
     }
@@ -294,24 +294,21 @@ __device__ __forceinline__ void store_tile_staged_body(const GemmTmaParams& p, c
 template <class TO, int WN>
 __device__ __forceinline__ void store_tile_staged_typed(const GemmTmaParams& p, const float (&acc)[WN / 2], int bz,
                                                         int64_t row0, int64_t col0, uint8_t* buf, int bar_id,
-                                                        uint32_t& chunk, bool dry) {
+                                                        uint32_t& chunk) {
   const char* bias = bias_base(p, bz);
   with_bias_type(p, bias, [&](auto tag) {
-    store_tile_staged_body<TO, WN, typename decltype(tag)::type>(p, acc, bz, bias, row0, col0, buf, bar_id, chunk,
-                                                                 dry);
+    store_tile_staged_body<TO, WN, typename decltype(tag)::type>(p, acc, bz, bias, row0, col0, buf, bar_id, chunk);
   });
 }
 
-// `dry`: everything but the stores to global memory (the TMA stores and
-// the direct store of the last columns), for the kernel's warm-up turn.
 template <int WN>
 __device__ __forceinline__ void store_tile_staged(const GemmTmaParams& p, const float (&acc)[WN / 2], int bz,
                                                   int64_t row0, int64_t col0, uint8_t* buf, int bar_id,
-                                                  uint32_t& chunk, bool dry = false) {
+                                                  uint32_t& chunk) {
   if (p.out_dtype == SB_F16)
-    store_tile_staged_typed<__half, WN>(p, acc, bz, row0, col0, buf, bar_id, chunk, dry);
+    store_tile_staged_typed<__half, WN>(p, acc, bz, row0, col0, buf, bar_id, chunk);
   else
-    store_tile_staged_typed<__nv_bfloat16, WN>(p, acc, bz, row0, col0, buf, bar_id, chunk, dry);
+    store_tile_staged_typed<__nv_bfloat16, WN>(p, acc, bz, row0, col0, buf, bar_id, chunk);
 }
 
 }  // namespace samebits::cuda::dense::sm90

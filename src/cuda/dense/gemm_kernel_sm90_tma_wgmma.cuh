@@ -96,24 +96,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_wgmma
     const bool staged = Cfg::kTmaStore && p.out_tma;
     uint8_t* epi_buf = ring.epi + (wg - 1) * 2 * Cfg::kEpiBufBytes;  // this warpgroup's two staging buffers
     uint32_t chunk = 0;  // 64-column blocks this warpgroup has staged
-    // p.epi_warm (FREE; staged only): one more turn of the loop before the
-    // first tile, `dry`: no mainloop, and the first tile's staged epilogue
-    // on zeros without its stores to global memory (epilogue_value still
-    // reads the bias of that tile, inside the output). Its instructions are
-    // then in the SM's instruction cache when the first real epilogue runs
-    // (instead of being fetched from memory at the end of the tile, after
-    // another kernel: bench/predecessor_probe.py), and the dry turn runs
-    // while the first stages load. The tiles' operations are the same.
-#pragma unroll
-    for (int f = 0; f < F; ++f)
-#pragma unroll
-      for (int j = 0; j < Cfg::WN / 2; ++j) acc[f][j] = 0.f;
-#pragma unroll 1
-    for (int64_t t = p.epi_warm ? first - stride : first; t < p.tiles; t += stride) {
-      const bool dry = t < first;
-      const TileCoord c = tile_coord(p, dry ? first : t);
+    for (int64_t t = first; t < p.tiles; t += stride) {
+      const TileCoord c = tile_coord(p, t);
       const int64_t mt = int64_t(c.mt) * Cfg::kClusterM + rank;
-      if (!dry) consume_tile<Cfg, kF16>(p, ring, it, cm, cn, acc, [] {});
+      consume_tile<Cfg, kF16>(p, ring, it, cm, cn, acc, [] {});
       // one copy of the epilogue per fragment, each indexing its acc[f] at
       // compile time (a loop the compiler leaves rolled would put acc in
       // local memory)
@@ -122,11 +108,11 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_wgmma
         const int64_t row0 = tile_row0<Cfg>(p, mt) + (cm * F + f) * 64, col0 = tile_col0<Cfg>(p, c.nt) + cn * Cfg::WN;
         if constexpr (Cfg::kTmaStore) {
           if (staged) {
-            store_tile_staged<Cfg::WN>(p, acc[f], c.bz, row0, col0, epi_buf, wg, chunk, dry);  // named barrier wg
+            store_tile_staged<Cfg::WN>(p, acc[f], c.bz, row0, col0, epi_buf, wg, chunk);  // named barrier wg
             return;
           }
         }
-        if (!dry) store_tile<Cfg::WN>(p, acc[f], c.bz, row0, col0);
+        store_tile<Cfg::WN>(p, acc[f], c.bz, row0, col0);
       });
     }
     if constexpr (Cfg::kTmaStore) {

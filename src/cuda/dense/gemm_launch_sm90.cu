@@ -161,14 +161,6 @@ sb_status forced_tile(GemmTile* t, bool* forced) {
 // values); tests and benchmarks compare them. Read on every call; an
 // unknown value is an error.
 enum class Epilogue { kAuto, kDirect, kStaged, kStagedRemDirect };
-
-// FREE. Whether the staged epilogue first runs once dry, before the first
-// tile's mainloop (gemm_tma_wgmma_kernel): SAMEBITS_GEMM_EPI_WARM unset or
-// 1 = yes, 0 = no (read on every call). The same bits either way.
-inline bool gemm_epilogue_warm() {
-  const char* e = std::getenv("SAMEBITS_GEMM_EPI_WARM");
-  return e == nullptr || e[0] == '\0' || std::strcmp(e, "0") != 0;
-}
 sb_status epilogue_choice(Epilogue* epi) {
   *epi = Epilogue::kAuto;
   const char* e = std::getenv("SAMEBITS_GEMM_EPILOGUE");
@@ -282,7 +274,6 @@ sb_status gemm_16bit(const sb_gemm_params& p) {
                            encode_out(&kp.tma_c_rem, p, tb.rem_cols)
                        ? 1
                        : 0;
-  kp.epi_warm = kp.out_tma && gemm_epilogue_warm() ? 1 : 0;
   if (epi == Epilogue::kStaged && !kp.out_tma)
     return fail(SB_INVALID_ARGUMENT,
                 std::string("SAMEBITS_GEMM_EPILOGUE=staged: ") +
