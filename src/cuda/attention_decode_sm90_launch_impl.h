@@ -244,10 +244,12 @@ sb_status launch_walk(const AttentionDecodeParams& params, cudaStream_t stream, 
 // call). Either way the combine reads the partials only after pass 1 has
 // completed (griddepcontrol.wait, a no-op for a plain launch, which the
 // stream orders after pass 1).
-inline bool decode_pdl_enabled() {
-  const char* env = std::getenv("SAMEBITS_DECODE_PDL");
+// An on/off knob that is on unless set to "0".
+inline bool decode_env_on(const char* name) {
+  const char* env = std::getenv(name);
   return env == nullptr || env[0] == '\0' || std::strcmp(env, "0") != 0;
 }
+inline bool decode_pdl_enabled() { return decode_env_on("SAMEBITS_DECODE_PDL"); }
 
 // Pass 2: one row group (DecodeCombine::kRowThreads threads) per output
 // row, or per column part of a row (below), right behind pass 1 on the
@@ -281,11 +283,10 @@ int combine_parts(const AttentionDecodeParams& params, int64_t rows) {
 
 // FREE. Whether the combine warms its code before the wait
 // (DecodeCombine::run; SAMEBITS_DECODE_COMBINE_WARM: unset or 1 = yes, 0 =
-// no; read on every call). The same bits either way.
-inline bool decode_combine_warm() {
-  const char* env = std::getenv("SAMEBITS_DECODE_COMBINE_WARM");
-  return env == nullptr || env[0] == '\0' || std::strcmp(env, "0") != 0;
-}
+// no; read on every call). Only with programmatic dependent launch: a plain
+// launch starts after pass 1, where the dry pass would only add to the
+// critical path. The same bits either way.
+inline bool decode_combine_warm() { return decode_env_on("SAMEBITS_DECODE_COMBINE_WARM"); }
 
 template <class Cfg>
 sb_status launch_combine(const AttentionDecodeParams& params_in, cudaStream_t stream) {
@@ -294,7 +295,6 @@ sb_status launch_combine(const AttentionDecodeParams& params_in, cudaStream_t st
   AttentionDecodeParams params = params_in;
   const int64_t rows = static_cast<int64_t>(params.batch) * params.num_heads * params.q_count;
   params.combine_parts = combine_parts<Cfg>(params, rows);
-  params.combine_warm = decode_combine_warm() ? 1 : 0;
   const dim3 grid(static_cast<unsigned>((rows + Combine::kRowsPerCta - 1) / Combine::kRowsPerCta *
                                         params.combine_parts));
   const dim3 block(static_cast<unsigned>(Combine::kThreads / params.combine_parts));
@@ -310,9 +310,11 @@ sb_status launch_combine(const AttentionDecodeParams& params_in, cudaStream_t st
     attr[0].val.programmaticStreamSerializationAllowed = 1;
     cfg.attrs = attr;
     cfg.numAttrs = 1;
+    params.combine_warm = decode_combine_warm() ? 1 : 0;
     if (cudaLaunchKernelEx(&cfg, combine_kernel, params) == cudaSuccess) return SB_OK;
     cudaGetLastError();  // not sticky: clear it and launch plainly
   }
+  params.combine_warm = 0;
   combine_kernel<<<grid, block, smem, stream>>>(params);
   cudaError_t err = cudaGetLastError();
   if (err != cudaSuccess)
