@@ -323,16 +323,9 @@ sb_status launch_combine(const AttentionDecodeParams& params_in, cudaStream_t st
   return SB_OK;
 }
 
-// FREE. Whether pass 1's mma consumer warms its block loop's code before
-// the first block lands (DecodeMmaConsumer::run; SAMEBITS_DECODE_PASS1_WARM:
-// unset or 1 = yes, 0 = no; read on every call). The same bits either way.
-inline bool decode_pass1_warm() { return decode_env_on("SAMEBITS_DECODE_PASS1_WARM"); }
-
 template <class Cfg>
-sb_status launch_attention_decode(const AttentionDecodeParams& params_in, int variant, bool mma,
+sb_status launch_attention_decode(const AttentionDecodeParams& params, int variant, bool mma,
                                   cudaStream_t stream) {
-  AttentionDecodeParams params = params_in;
-  params.pass1_warm = decode_pass1_warm() ? 1 : 0;
   constexpr int D = Cfg::kHeadDim;
   constexpr bool kBf16 = Cfg::kBf16;
   sb_status st = SB_OK;

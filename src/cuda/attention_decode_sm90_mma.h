@@ -301,30 +301,11 @@ struct DecodeMmaConsumer {
     bool valid[2];
     rows_seen(p, w, vis, g, lo, hi, valid);
 
-    // FREE (p.pass1_warm): the block loop below first runs one turn "dry",
-    // before Q and the first K block have landed, so that its instructions
-    // are in the SM's instruction cache when they have (after another
-    // kernel they would be fetched from memory on the critical path; with
-    // one K/V stage a CTA, schedule 4, that delay is the stream's). The dry
-    // turn waits for no barrier and arrives on none, reads the stages as
-    // they are (zero Q fragments), stores nothing outside the exchange, and
-    // its m, l and acc are reset after it: the same bits either way. Not in
-    // the walk (Cfg::kWalk: grids of >= 128 tiles, where each CTA walks
-    // several splits, the cold start is a smaller share of the call, and
-    // the dry turn's registers made its fold spill).
-    bool dry = !Cfg::kWalk && p.pass1_warm != 0;
+    // Q's A fragments, once.
+    mbar_wait(smem.q_full(), 0);
+    if (tid == 0) SB_DECODE_TRACE(1);
     uint32_t qa[kQK][4];
-    auto take_q = [&] {  // Q's A fragments, once
-      mbar_wait(smem.q_full(), 0);
-      if (tid == 0) SB_DECODE_TRACE(1);
-      load_q(qa, smem_addr(smem.q()), lane);
-    };
-    if (dry) {
-#pragma unroll
-      for (int ks = 0; ks < kQK; ++ks) qa[ks][0] = qa[ks][1] = qa[ks][2] = qa[ks][3] = 0u;
-    } else {
-      take_q();
-    }
+    load_q(qa, smem_addr(smem.q()), lane);
 
     float m[2] = {-CUDART_INF_F, -CUDART_INF_F}, l[2] = {0.f, 0.f};
     float acc[kOC][4];
@@ -359,21 +340,18 @@ struct DecodeMmaConsumer {
 #pragma unroll
           for (int r = 0; r < 4; ++r) acc[oc][r] = 0.f;
       }
-      // it = -1: the dry turn (on block n_first, so that its mask takes
-      // the branches the first block takes).
-      for (int it = dry ? -1 : 0, n = ws.n_first; n <= ws.n_last; n += it >= 0 ? 1 : 0, ++it) {
-        const bool wet = it >= 0;  // CTA-uniform
+      for (int n = ws.n_first, it = 0; n <= ws.n_last; ++n, ++it, ++ring) {
         const int s = ring % Cfg::kStages;
         const uint32_t parity = (ring / Cfg::kStages) & 1;
         const int k0 = n * kBn;
 
         // S = Q K^T for this warp's keys.
         float sc[kSC][4];
-        if (wet) mbar_wait(smem.k_full(s), parity);
-        if (tid == 0 && wet && it < 12) SB_DECODE_TRACE(2 + 5 * it);
+        mbar_wait(smem.k_full(s), parity);
+        if (tid == 0 && it < 12) SB_DECODE_TRACE(2 + 5 * it);
         scores(sc, qa, smem_addr(smem.k(s)), warp, lane);
-        if (wet) mbar_arrive(smem.k_empty(s));  // release K_n: every thread, after its reads
-        if (tid == 0 && wet && it < 12) SB_DECODE_TRACE(3 + 5 * it);
+        mbar_arrive(smem.k_empty(s));  // release K_n: every thread, after its reads
+        if (tid == 0 && it < 12) SB_DECODE_TRACE(3 + 5 * it);
 
         // The forward's element steps, then the row maxima: this warp's
         // columns, then the four warps' values.
@@ -402,7 +380,7 @@ struct DecodeMmaConsumer {
         named_barrier_sync(kBarrier, kThreads);
 
         // acc *= alpha (later blocks), then O += P V over the block's keys.
-        if (it != 0) {
+        if (it > 0) {
 #pragma unroll
           for (int oc = 0; oc < kOC; ++oc)
 #pragma unroll
@@ -424,10 +402,10 @@ struct DecodeMmaConsumer {
           else
             l[1] = __fadd_rn(__fmul_rn(l[1], alpha[1]), sum);
         }
-        if (tid == 0 && wet && it < 12) SB_DECODE_TRACE(4 + 5 * it);
-        if (wet) mbar_wait(smem.v_full(s), parity);
-        if (tid == 0 && wet && it < 12) SB_DECODE_TRACE(5 + 5 * it);
-        if (wet && p.use_tma && k0 + kBn > w.lk) {  // CTA-uniform: the block ending past lk came by TMA
+        if (tid == 0 && it < 12) SB_DECODE_TRACE(4 + 5 * it);
+        mbar_wait(smem.v_full(s), parity);
+        if (tid == 0 && it < 12) SB_DECODE_TRACE(5 + 5 * it);
+        if (p.use_tma && k0 + kBn > w.lk) {  // CTA-uniform: the block ending past lk came by TMA
           zero_stage_rows_from<Cfg, kThreads>(smem.v(s), w.lk - k0, tid);
           named_barrier_sync(kBarrier, kThreads);
         }
@@ -447,20 +425,9 @@ struct DecodeMmaConsumer {
             }
           }
         }
-        if (!wet) {  // the dry turn's end: the state a split starts from, and Q
-          dry = false;
-          m[0] = m[1] = -CUDART_INF_F;
-          l[0] = l[1] = 0.f;
-#pragma unroll
-          for (int oc = 0; oc < kOC; ++oc)
-#pragma unroll
-            for (int r = 0; r < 4; ++r) acc[oc][r] = 0.f;
-          take_q();
-          continue;
-        }
         mbar_arrive(smem.v_empty(s));  // release V_n: every thread, after its reads
         if (tid == 0 && it < 12) SB_DECODE_TRACE(6 + 5 * it);
-        ++ring;
+
       }
 
       // l to every warp.

@@ -93,10 +93,6 @@ struct AttentionDecodeParams {
   // FREE. The combine runs its code once dry before waiting for pass 1
   // (DecodeCombine::run; set by launch_combine).
   int32_t combine_warm;
-  // FREE. The mma consumer of pass 1 runs one turn of its block loop dry
-  // before Q and the first block land (DecodeMmaConsumer::run; set by
-  // launch_attention_decode).
-  int32_t pass1_warm;
 };
 
 // FREE. Schedules of the split kernel, selected per call on the host
