@@ -655,71 +655,55 @@ __global__ void __launch_bounds__(kColThreads)
 
 // dw[j] = left fold of the chunk partials, chunk 0 first: acc = +0, then
 // acc = acc + partial of chunk 0, 1, 2, ... (one __fadd_rn each), in lane
-// j % 32 of one warp of the CTA that folds column slice j / 32 (32 columns:
+// j % 32 of warp 0 of the CTA that folds column slice j / 32 (32 columns:
 // CTA j / 32 of the fold kernel, or a CTA of the fused kernel after its grid
-// barrier). A CTA folds NS slices at once, slice + s * stride for s < NS
-// (those below the slice count): warp s adds slice s, every warp loads.
-// Round b brings chunks [b * kFoldRound, (b + 1) * kFoldRound) of every
-// slice into buf[b % 2] (warp w chunks b * kFoldRound + w * kFoldLoads + u,
-// u < kFoldLoads, a chunk past the end reads +0 and is not added); the
-// adding warps add them in chunk order while the loads of round b + 1 are
-// in flight. NS changes which warp adds a column, not what it adds.
-template <class TW, int NS>
+// barrier). The other warps only load. Round b brings
+// chunks [b * kFoldRound, (b + 1) * kFoldRound) into buf[b % 2] (warp w
+// chunks b * kFoldRound + w * kFoldLoads + u, u < kFoldLoads, a chunk past
+// the end reads +0 and is not added); warp 0 adds them in chunk order while
+// the loads of round b + 1 are in flight.
+template <class TW>
 __device__ __forceinline__ void dw_fold_columns(const sb_rmsnorm_backward_params& p, int64_t chunks, int64_t slice,
-                                                int64_t stride, float (*buf)[NS][kFoldRound][32]) {
-  static_assert(NS >= 1 && NS <= kFoldWarps, "one adding warp per slice");
+                                                float (*buf)[kFoldRound][32]) {
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int64_t slices = (p.cols + 31) / 32;
-  int64_t j[NS];
-  bool col[NS];
-#pragma unroll
-  for (int s = 0; s < NS; ++s) {
-    const int64_t sl = slice + s * stride;
-    j[s] = sl * 32 + lane;
-    col[s] = sl < slices && j[s] < p.cols;
-  }
-  float v[NS][kFoldLoads];  // this thread's partials of the next round, in flight
+  const int64_t j = slice * 32 + lane;
+  const bool col = j < p.cols;
+  float v[kFoldLoads];  // this thread's partials of the next round, in flight
   auto load = [&](int64_t base) {
 #pragma unroll
-    for (int s = 0; s < NS; ++s)
-#pragma unroll
-      for (int u = 0; u < kFoldLoads; ++u) {
-        const int64_t c = base + warp * kFoldLoads + u;
-        // L2 loads: in the fused kernel other CTAs wrote the partials
-        v[s][u] = col[s] && c < chunks ? __ldcg(p.workspace + c * p.cols + j[s]) : 0.0f;
-      }
+    for (int u = 0; u < kFoldLoads; ++u) {
+      const int64_t c = base + warp * kFoldLoads + u;
+      // L2 loads: in the fused kernel other CTAs wrote the partials
+      v[u] = col && c < chunks ? __ldcg(p.workspace + c * p.cols + j) : 0.0f;
+    }
   };
   load(0);
   float acc = 0.0f;
   const int64_t rounds = (chunks + kFoldRound - 1) / kFoldRound;
   for (int64_t b = 0; b < rounds; ++b) {  // uniform over the CTA
-    float(*cur)[kFoldRound][32] = buf[b & 1];
+    float(*cur)[32] = buf[b & 1];
 #pragma unroll
-    for (int s = 0; s < NS; ++s)
-#pragma unroll
-      for (int u = 0; u < kFoldLoads; ++u) cur[s][warp * kFoldLoads + u][lane] = v[s][u];
-    // all warps produce round b's partials in cur, the adding warps consume
-    // them below. The stores above overwrite the buffer read in round b - 2,
-    // finished before its warp arrived here in round b - 1: one barrier per
-    // round suffices
+    for (int u = 0; u < kFoldLoads; ++u) cur[warp * kFoldLoads + u][lane] = v[u];
+    // all warps produce round b's partials in cur, warp 0 consumes them
+    // below. The stores above overwrite the buffer warp 0 read in round
+    // b - 2, which it finished before arriving here in round b - 1: one
+    // barrier per round suffices
     __syncthreads();
     if (b + 1 < rounds) load((b + 1) * kFoldRound);  // in flight during the adds below
-    if (warp < NS) {
+    if (warp == 0) {
       const int cnt = int(min(int64_t(kFoldRound), chunks - b * kFoldRound));
 #pragma unroll 16
-      for (int c = 0; c < cnt; ++c) acc = __fadd_rn(acc, cur[warp][c][lane]);
+      for (int c = 0; c < cnt; ++c) acc = __fadd_rn(acc, cur[c][lane]);
     }
   }
-#pragma unroll
-  for (int s = 0; s < NS; ++s)
-    if (warp == s && col[s]) static_cast<TW*>(p.dw)[j[s]] = from_float<TW>(acc);
+  if (warp == 0 && col) static_cast<TW*>(p.dw)[j] = from_float<TW>(acc);
 }
 
 template <class TW>
 __global__ void __launch_bounds__(kFoldWarps * 32)
     rmsnorm_dw_fold_kernel(const __grid_constant__ sb_rmsnorm_backward_params p, int64_t chunks) {
-  __shared__ float buf[2][1][kFoldRound][32];  // [round parity][slice][chunk in round][column]
-  dw_fold_columns<TW, 1>(p, chunks, blockIdx.x, gridDim.x, buf);
+  __shared__ float buf[2][kFoldRound][32];  // [round parity][chunk in round][column]
+  dw_fold_columns<TW>(p, chunks, blockIdx.x, buf);
 }
 
 // The previous release's fold, for SAMEBITS_ROWS_LEGACY=1 only: the same
@@ -791,15 +775,6 @@ constexpr int dw_smem_bytes() {
   return kDwStages<NV> * kDwRows<NV> * 2 * NV * kRowThreads * 16;
 }
 
-// FREE: column slices the fused kernel's inline fold takes at once, as many
-// as its stages' shared memory holds (two rounds of 16 KiB each), at most 4:
-// at N = 8192 (256 slices on 128 CTAs) each CTA then loads both its slices'
-// partials in one round trip instead of one after the other.
-template <int NV>
-constexpr int kFoldSlices = dw_smem_bytes<NV>() / int(sizeof(float[2][kFoldRound][32])) >= 4   ? 4
-                            : dw_smem_bytes<NV>() / int(sizeof(float[2][kFoldRound][32])) >= 2 ? 2
-                                                                                                 : 1;
-
 __device__ __forceinline__ void cp_async16_shared(unsigned smem, const void* gmem) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem), "l"(gmem) : "memory");
 }
@@ -818,8 +793,7 @@ __global__ void __launch_bounds__(kRowThreads, 1)
   static_assert(kChunk % R == 0, "a step never straddles two chunks");
   static_assert(kChunk == 32, "rstd of the chunk's rows is spread over the 32 lanes of a warp");
   static_assert(kFoldWarps * 32 == kRowThreads, "the inline fold runs on the CTA's threads");
-  static_assert(dw_smem_bytes<NV>() >= int(sizeof(float[2][kFoldSlices<NV>][kFoldRound][32])),
-                "the fold reuses the stages");
+  static_assert(dw_smem_bytes<NV>() >= int(sizeof(float[2][kFoldRound][32])), "the fold reuses the stages");
   extern __shared__ uint4 stage_buf[];  // [S][R][2 (x, dy)][NV][kRowThreads] 16-byte vectors
   __shared__ float red[2][R][kWarps];  // step k's warp totals in red[k % 2] (block_sum<R, false>)
   const int64_t n = p.cols, r0 = int64_t(blockIdx.x) * kChunk;
@@ -984,14 +958,11 @@ __global__ void __launch_bounds__(kRowThreads, 1)
     // every chunk's partial written and visible (the barrier orders the
     // grid's memory), and this CTA's stages free for the fold's buffer
     cooperative_groups::this_grid().sync();
-    // kFoldSlices<NV> of the CTA's column slices at once (blockIdx.x,
-    // + gridDim.x, ...): their loads in flight together
-    constexpr int NS = kFoldSlices<NV>;
-    auto* buf = reinterpret_cast<float(*)[NS][kFoldRound][32]>(stage_buf);
-    const int64_t slices = (n + 31) / 32, stride = gridDim.x;
-    for (int64_t sl = blockIdx.x; sl < slices; sl += NS * stride) {  // uniform over the CTA
-      dw_fold_columns<TW, NS>(p, chunks, sl, stride, buf);
-      __syncthreads();  // the next slices' first round rewrites buf[0]
+    auto* buf = reinterpret_cast<float(*)[kFoldRound][32]>(stage_buf);
+    const int64_t slices = (n + 31) / 32;
+    for (int64_t sl = blockIdx.x; sl < slices; sl += gridDim.x) {  // uniform over the CTA
+      dw_fold_columns<TW>(p, chunks, sl, buf);
+      __syncthreads();  // the next slice's first round rewrites buf[0]
     }
   }
 }
