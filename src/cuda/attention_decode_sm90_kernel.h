@@ -169,22 +169,14 @@ __device__ __forceinline__ DecodeWork decode_work_at(const AttentionDecodeParams
   return w;
 }
 
-// The split, tile, sequence and KV head of this CTA (no memory read).
-struct DecodeIndex {
-  int split, tile, b, hk;
-};
 template <class Cfg>
-__device__ __forceinline__ DecodeIndex decode_index(const AttentionDecodeParams& p) {
+__device__ __forceinline__ DecodeWork decode_work(const AttentionDecodeParams& p) {
   if constexpr (Cfg::kWalk)  // grid (Hk, tiles, batch); the walk takes each split's work itself
-    return {0, int(blockIdx.y), int(blockIdx.z), int(blockIdx.x)};
+    return decode_work_at<Cfg>(p, 0, blockIdx.y, blockIdx.z, blockIdx.x);
   else if constexpr (Cfg::kHeadMajor)  // grid (max_splits * Hk, tiles, batch)
-    return {int(blockIdx.x) / p.num_heads_k, int(blockIdx.y), int(blockIdx.z), int(blockIdx.x) % p.num_heads_k};
+    return decode_work_at<Cfg>(p, blockIdx.x / p.num_heads_k, blockIdx.y, blockIdx.z, blockIdx.x % p.num_heads_k);
   else  // grid (max_splits, tiles, batch * Hk)
-    return {int(blockIdx.x), int(blockIdx.y), int(blockIdx.z) / p.num_heads_k, int(blockIdx.z) % p.num_heads_k};
-}
-template <class Cfg>
-__device__ __forceinline__ DecodeWork decode_work(const AttentionDecodeParams& p, const DecodeIndex& ix) {
-  return decode_work_at<Cfg>(p, ix.split, ix.tile, ix.b, ix.hk);
+    return decode_work_at<Cfg>(p, blockIdx.x, blockIdx.y, blockIdx.z / p.num_heads_k, blockIdx.z % p.num_heads_k);
 }
 
 template <class Cfg>
@@ -320,28 +312,6 @@ struct DecodeProducer {
     return wp;
   }
 
-  // read_walk_pages' entries for a walk that starts at the split's first
-  // key, read before lk is known (FREE): every box of the split's keys below
-  // the cache capacity seqlen_k, whose table entries the caller provides
-  // (samebits.h: a row holds ceil(seqlen_k / page_size)). A walk that starts
-  // there (no window moves its first block) uses the boxes below lk of
-  // these, the same entries read_walk_pages would give; the table's round
-  // trip then overlaps lk's instead of following it.
-  __device__ static WalkPages read_split_pages(const AttentionDecodeParams& p, int b, int split, int lane) {
-    WalkPages wp;
-    const int k_first = split * Cfg::kSplit;
-    const int keys = max(0, min(Cfg::kSplit, p.seqlen_k - k_first));
-    const int boxes = p.block_table && p.use_tma ? partial_boxes(p, keys) : 0;
-#pragma unroll
-    for (int r = 0; r < kWalkRegs; ++r) {
-      const int q = lane + 32 * r;
-      wp.page[r] = q < boxes ? __ldg(p.block_table + b * p.block_table_batch_stride +
-                                     (k_first + q * p.box_rows) / p.page_size)
-                             : 0;
-    }
-    return wp;
-  }
-
   // Boxes of a block that hold a key below lk (`keys` of them, 0 < keys <=
   // Bn; a whole block's Bn / box_rows).
   __device__ static int partial_boxes(const AttentionDecodeParams& p, int keys) {
@@ -443,9 +413,8 @@ struct DecodeProducer {
     }
   }
 
-  // `early`: read_split_pages of this CTA's split, read at the kernel's top.
   __device__ static void run(const AttentionDecodeParams& p, const DecodeWork& w,
-                             const DecodeSmem<Cfg>& smem, const WalkPages& early) {
+                             const DecodeSmem<Cfg>& smem) {
     const int lane = threadIdx.x % 32;
     if (lane == 0) SB_DECODE_TRACE(96);
     if (lane == 0 && p.use_tma) {
@@ -453,9 +422,7 @@ struct DecodeProducer {
       prefetch_tensor_map(&p.tma_v);
     }
     const int blocks = w.n_last - w.n_first + 1;
-    const WalkPages wp = Cfg::kWalk                                         ? WalkPages{}
-                         : w.n_first * Cfg::kBlockN == w.split * Cfg::kSplit ? early
-                                                                             : read_walk_pages(p, w, lane);
+    const WalkPages wp = Cfg::kWalk ? WalkPages{} : read_walk_pages(p, w, lane);
     // Q: kQRows (64, kMma 16) packed rows; rows past the wave are zero.
     const Elem* q = static_cast<const Elem*>(p.q) + w.b * p.q_batch_stride;
     const int G = p.head_group;
@@ -730,13 +697,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm)
   // combine's CTAs take free SM slots during this grid's last wave).
   grid_launch_dependents();
   if (threadIdx.x == 0) SB_DECODE_TRACE(0);
-  const DecodeIndex ix = decode_index<Cfg>(p);
-  // The producer warp's table entries, in flight with lk's load below
-  // (DecodeProducer::read_split_pages).
-  typename DecodeProducer<Cfg>::WalkPages early{};
-  if (!Cfg::kWalk && threadIdx.x >= Cfg::kConsumerThreads)
-    early = DecodeProducer<Cfg>::read_split_pages(p, ix.b, ix.split, threadIdx.x % 32);
-  const DecodeWork w = decode_work<Cfg>(p, ix);
+  const DecodeWork w = decode_work<Cfg>(p);
   extern __shared__ uint8_t smem_raw[];
   const uint32_t raw = smem_addr(smem_raw);
   const DecodeSmem<Cfg> smem{smem_raw + ((1024 - (raw % 1024)) % 1024)};
@@ -761,7 +722,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm)
       else
         DecodeConsumer<Cfg>::run(p, w, smem);
     } else
-      DecodeProducer<Cfg>::run(p, w, smem, early);
+      DecodeProducer<Cfg>::run(p, w, smem);
   } else if constexpr (!Cfg::kFold) {  // no row of the tile sees a key of this split
     if (Cfg::kDirectOut && p.direct_out && threadIdx.x < Cfg::kConsumerThreads)
       DecodeConsumer<Cfg>::write_empty_rows(p, w);
