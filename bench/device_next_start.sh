@@ -23,7 +23,7 @@ for n in 1 2; do
   SAMEBITS_DECODE_EARLY_STAGES=$n LD_LIBRARY_PATH=$E timeout 60 "$E/test_attention_decode_sm90" --quick > "$OUT/quick_e$n.log" 2>&1
   echo "decode --quick early=$n rc=$? pass=$(grep -c '^\[PASS\]' "$OUT/quick_e$n.log") fail=$(grep -c '^\[FAIL\]' "$OUT/quick_e$n.log")"
 done
-LIBS="base=.carry/base e1=.carry/early:SAMEBITS_DECODE_EARLY_STAGES=1 e2=.carry/early:SAMEBITS_DECODE_EARLY_STAGES=2 e3=.carry/early" \
+CHECK_CARRY=.carry/base LIBS="base=.carry/base e1=.carry/early:SAMEBITS_DECODE_EARLY_STAGES=1 e2=.carry/early:SAMEBITS_DECODE_EARLY_STAGES=2 e3=.carry/early" \
   ROUNDS=2 SHAPES=1x4096,2x2048,4x1024,1x8192,1x16384,1x32768,8x2048,16x4096 OUT=$OUT/ab bash bench/device_s34_ab.sh 2>&1 | tail -40
 for t in trace tracec; do
   CARRY=.carry/$t SHAPES=1x4096,1x16384 REPS=5 OUT=$OUT/$t bash bench/device_s34_trace_py.sh 2>&1 | tail -20
