@@ -28,3 +28,14 @@ CHECK_CARRY=.carry/base LIBS="base=.carry/base e1=.carry/early:SAMEBITS_DECODE_E
 for t in trace tracec; do
   CARRY=.carry/$t SHAPES=1x4096,1x16384 REPS=5 OUT=$OUT/$t bash bench/device_s34_trace_py.sh 2>&1 | tail -20
 done
+
+# Second experiment, also prepared (issue 6): RMSNorm dx + dw on two thread
+# groups (bench/results/2026-12-07_s34_next/rmsnorm_dw_two_groups.patch:
+# rmsnorm_bwd_fused_ws_kernel behind SAMEBITS_RMSNORM_DW_WS=1, NV = 2 and 4;
+# compiled in the thirty-fourth session, 124-127 registers at NV = 2, 96 at
+# NV = 4, no spills; never run). Carry main + the patch as .carry/ws, then:
+#   SAMEBITS_RMSNORM_DW_WS=1 CARRY=.carry/ws OLD=.carry/base MS=4096,8192,16384 \
+#     ROUNDS=2 bash bench/device_s33_rows4.sh
+# (bits against main's library with the two-group kernel taking every fused
+# inline-fold launch, pytest -k rms, racecheck / synccheck / memcheck of the
+# inline fold test, then rows_dw_probe.py; a hang shows as a timeout).
