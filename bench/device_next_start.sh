@@ -5,7 +5,9 @@
 #   .carry/base      main's libsamebits.so.xz + test_attention_decode_sm90
 #   .carry/early     main + bench/results/2026-12-07_s34_next/early_stages.patch
 #                    (SAMEBITS_DECODE_EARLY_STAGES=n: n stages requested
-#                    before Q lands; unset: all, main's order) + its test binary
+#                    before Q lands; unset: all, main's order;
+#                    SAMEBITS_DECODE_FIRST_BY_HAND=1: the first block by
+#                    cp.async, the producer waiting for it) + its test binary
 #   .carry/tracec    main + dry_turn_form_c.patch, the d 128 bf16 decode TU
 #                    compiled with -DSAMEBITS_DECODE_TRACE and relinked
 #   .carry/trace     main, the same TU with -DSAMEBITS_DECODE_TRACE
@@ -23,7 +25,7 @@ for n in 1 2; do
   SAMEBITS_DECODE_EARLY_STAGES=$n LD_LIBRARY_PATH=$E timeout 60 "$E/test_attention_decode_sm90" --quick > "$OUT/quick_e$n.log" 2>&1
   echo "decode --quick early=$n rc=$? pass=$(grep -c '^\[PASS\]' "$OUT/quick_e$n.log") fail=$(grep -c '^\[FAIL\]' "$OUT/quick_e$n.log")"
 done
-CHECK_CARRY=.carry/base LIBS="base=.carry/base e1=.carry/early:SAMEBITS_DECODE_EARLY_STAGES=1 e2=.carry/early:SAMEBITS_DECODE_EARLY_STAGES=2 e3=.carry/early" \
+CHECK_CARRY=.carry/base LIBS="base=.carry/base e1=.carry/early:SAMEBITS_DECODE_EARLY_STAGES=1 e2=.carry/early:SAMEBITS_DECODE_EARLY_STAGES=2 e3=.carry/early h1=.carry/early:SAMEBITS_DECODE_FIRST_BY_HAND=1" \
   ROUNDS=2 SHAPES=1x4096,2x2048,4x1024,1x8192,1x16384,1x32768,8x2048,16x4096 OUT=$OUT/ab bash bench/device_s34_ab.sh 2>&1 | tail -40
 for t in trace tracec; do
   CARRY=.carry/$t SHAPES=1x4096,1x16384 REPS=5 OUT=$OUT/$t bash bench/device_s34_trace_py.sh 2>&1 | tail -20
