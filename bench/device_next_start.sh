@@ -25,6 +25,8 @@ for n in 1 2; do
   SAMEBITS_DECODE_EARLY_STAGES=$n LD_LIBRARY_PATH=$E timeout 60 "$E/test_attention_decode_sm90" --quick > "$OUT/quick_e$n.log" 2>&1
   echo "decode --quick early=$n rc=$? pass=$(grep -c '^\[PASS\]' "$OUT/quick_e$n.log") fail=$(grep -c '^\[FAIL\]' "$OUT/quick_e$n.log")"
 done
+SAMEBITS_DECODE_FIRST_BY_HAND=1 LD_LIBRARY_PATH=$E timeout 60 "$E/test_attention_decode_sm90" --quick > "$OUT/quick_h1.log" 2>&1
+echo "decode --quick first block by hand rc=$? pass=$(grep -c '^\[PASS\]' "$OUT/quick_h1.log") fail=$(grep -c '^\[FAIL\]' "$OUT/quick_h1.log")"
 CHECK_CARRY=.carry/base LIBS="base=.carry/base e1=.carry/early:SAMEBITS_DECODE_EARLY_STAGES=1 e2=.carry/early:SAMEBITS_DECODE_EARLY_STAGES=2 e3=.carry/early h1=.carry/early:SAMEBITS_DECODE_FIRST_BY_HAND=1" \
   ROUNDS=2 SHAPES=1x4096,2x2048,4x1024,1x8192,1x16384,1x32768,8x2048,16x4096 OUT=$OUT/ab bash bench/device_s34_ab.sh 2>&1 | tail -40
 for t in trace tracec; do
