@@ -46,7 +46,7 @@ itself while the peers do not, which reads samebits faster than the peers
 are read (the thirty-first session's default, dropped).
 
 usage: python bench/bench_decode.py --out DIR [--reps 20] [--no-flex] [--graph] [--short N] [--flush read|write]
-    [--page P] [--layout nhd|hnd] [--peer-layout hsd|shd] [--shapes 1x32768,...] [--lead]
+    [--page P] [--layout nhd|hnd] [--peer-layout hsd|shd] [--shapes 1x32768,...] [--lead] [--head-dim 64|128|256]
 (PYTHONPATH=python and SAMEBITS_LIBRARY pointing at the library when run
 from a source tree).
 """
@@ -132,7 +132,10 @@ def main():
     ap.add_argument("--lead", action="store_true",
                     help="capture and time a copy of samebits' call first, under the name 'lead': samebits' timed "
                          "call then follows a call of its own kernel, the peers' do not (see above)")
+    ap.add_argument("--head-dim", type=int, default=128, choices=(64, 128, 256), help="D (default 128)")
     args = ap.parse_args()
+    global D
+    D = args.head_dim
     PAGE = args.page
     torch.manual_seed(0)
     dev = "cuda"

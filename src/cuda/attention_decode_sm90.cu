@@ -123,6 +123,25 @@ int decode_variant(const sb_attention_params& p, int tiles_per_seq, int splits, 
   return v == kDecodeTwoPerSmHeadMajor ? kDecodeTwoPerSmHeadMajor : kDecodeMain;
 }
 
+// How many stages of pass 1's K/V ring the mma producer requests before
+// Q has landed (AttentionDecodeParams::early_stages, FREE: only when bytes
+// are asked for). One CTA draws its bytes at about one SM's rate, and the
+// bytes of all its requested stages arrive interleaved: with the whole
+// ring requested at once (192 KiB at d 64, 128 and 256) the first block
+// lands with the last of them (docs/decode_design.md, "Pass 1's chain timed
+// again": block 0 ~7,500 cycles against ~1,700 for the next ones at
+// 1 x 4k), and the ring then drains before its next request. One stage
+// first, the rest once Q is in shared memory, lets the first block land
+// alone. Measured on an H100 (docs/decode_design.md, "The first stage
+// alone"). SAMEBITS_DECODE_EARLY_STAGES=n forces n (1 .. kStages; "all"
+// the whole ring, the order before; read on every call).
+int decode_early_stages() {
+  constexpr int kAll = 1 << 20;  // at least every ring's kStages
+  const char* env = std::getenv("SAMEBITS_DECODE_EARLY_STAGES");
+  if (env == nullptr || env[0] == '\0') return 1;
+  return std::strcmp(env, "all") == 0 ? kAll : std::max(1, std::atoi(env));
+}
+
 // The consumer of pass 1 (FREE: both compute the forward's bits). A wave
 // whose packed rows per (sequence, KV head) fit 16 (decode at a head group
 // <= 16, a few query rows of a smaller group) runs the mma.sync consumer
@@ -176,6 +195,7 @@ sb_status launch_waves(const sb_attention_params& p, AttentionDecodeParams& kp, 
   // One split per row at most (cache capacity <= one split): pass 1 writes
   // the output itself and no combine is launched (decode_direct_out).
   kp.direct_out = kp.max_splits == 1 && decode_direct_out(variant, D, mma);
+  kp.early_stages = decode_early_stages();
   if (kp.use_tma && (variant == kDecodeSpread || variant == kDecodeSpread4)) {
     const int64_t slots = paged ? p.page_size : p.seqlen_k;
     const int64_t pages = paged ? int64_t(0x7fffffff) : p.batch;

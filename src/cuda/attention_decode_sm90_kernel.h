@@ -451,10 +451,12 @@ struct DecodeProducer {
       // Q's loads (16 rows: a few per lane) and the table's are in flight
       // together; the first stages' K/V are requested as soon as the table
       // arrives, and Q goes to shared memory after them. Three dependent
-      // round trips at the start (table, Q, first K) become two.
+      // round trips at the start (table, Q, first K) become two. Before Q,
+      // only p.early_stages of them (decode_early_stages: one, so that the
+      // first block lands alone).
       uint4 qv[kQUnits];
       load_q_regs(qv, q_row, lane);
-      const int early = min(Cfg::kStages, blocks);
+      const int early = min(min(Cfg::kStages, p.early_stages), blocks);
       for (int it = 0; it < early; ++it) load_kv(p, w, smem, it, wp, lane);
       store_q_regs(smem.q(), qv, lane);
       signal(smem.q_full());

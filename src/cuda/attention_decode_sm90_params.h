@@ -93,6 +93,10 @@ struct AttentionDecodeParams {
   // FREE. The combine runs its code once dry before waiting for pass 1
   // (DecodeCombine::run; set by launch_combine).
   int32_t combine_warm;
+  // FREE. Stages of the K/V ring the mma producer requests before Q has
+  // landed (DecodeProducer::run, at most kStages; decode_early_stages in
+  // attention_decode_sm90.cu sets it per call).
+  int32_t early_stages;
 };
 
 // FREE. Schedules of the split kernel, selected per call on the host
