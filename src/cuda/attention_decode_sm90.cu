@@ -125,8 +125,8 @@ int decode_variant(const sb_attention_params& p, int tiles_per_seq, int splits, 
 
 // How many stages of pass 1's K/V ring the mma producer requests before
 // Q has landed (AttentionDecodeParams::early_stages, FREE: only when bytes
-// are asked for). One CTA draws its bytes at about one SM's rate, and the
-// bytes of all its requested stages arrive interleaved: with the whole
+// are asked for). One SM takes bytes in at a bounded rate, and the bytes
+// of all of a CTA's requested stages arrive interleaved: with the whole
 // ring requested at once (192 KiB at d 64, 128 and 256) the first block
 // lands with the last of them (docs/decode_design.md, "Pass 1's chain timed
 // again": block 0 ~7,500 cycles against ~1,700 for the next ones at
