@@ -4,7 +4,7 @@
 # LIBS is a list of tag=carry_dir[:ENV=VALUE] entries. With CHECK_CARRY, that
 # library's decode test --quick runs first (and with the pass-1 warm-up off).
 set -uo pipefail
-CARRY=${CHECK_CARRY:-.carry/s33final}
+CARRY=${CHECK_CARRY:-${CARRY:-.carry/s33final}}
 source bench/device_common.sh
 cp "$0" "$OUT/run.sh"
 if [ -n "${CHECK_CARRY:-}" ]; then
