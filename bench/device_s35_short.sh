@@ -1,5 +1,10 @@
 #!/usr/bin/env bash
-# One short device call (thirty-fifth session, little device time left):
+# Prepared in the thirty-fifth session, not run (no device machine could
+# be started before its time ran out). .carry/s35w = main +
+# bench/results/2026-12-07_s35_next/wg_early_qlen_dry_turn.patch (the
+# knobs SAMEBITS_DECODE_PASS1_WARM=0/1/2 and SAMEBITS_DECODE_WG_EARLY=n,
+# bench_decode.py --q-len), its libsamebits.so.xz and the decode test
+# binary. One short device call:
 # .carry/s35w's bits with SAMEBITS_DECODE_PASS1_WARM=2 and
 # SAMEBITS_DECODE_WG_EARLY=1 (suite, racecheck), bench_decode A/B of the dry
 # turn's settings (w0 none, w1 at once, w2 after the first request), then

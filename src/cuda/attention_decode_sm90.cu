@@ -142,15 +142,6 @@ int decode_early_stages() {
   return std::strcmp(env, "all") == 0 ? kAll : std::max(1, std::atoi(env));
 }
 
-// The wgmma consumer's schedule 0 (a tile of more than 16 packed rows):
-// how many stages are requested before Q's copies (0: Q first).
-// SAMEBITS_DECODE_WG_EARLY=n (measurement; read on every call).
-int decode_wg_early_stages() {
-  const char* env = std::getenv("SAMEBITS_DECODE_WG_EARLY");
-  if (env == nullptr || env[0] == '\0') return 0;
-  return std::strcmp(env, "all") == 0 ? 1 << 20 : std::max(0, std::atoi(env));
-}
-
 // The consumer of pass 1 (FREE: both compute the forward's bits). A wave
 // whose packed rows per (sequence, KV head) fit 16 (decode at a head group
 // <= 16, a few query rows of a smaller group) runs the mma.sync consumer
@@ -205,7 +196,6 @@ sb_status launch_waves(const sb_attention_params& p, AttentionDecodeParams& kp, 
   // the output itself and no combine is launched (decode_direct_out).
   kp.direct_out = kp.max_splits == 1 && decode_direct_out(variant, D, mma);
   kp.early_stages = decode_early_stages();
-  kp.wg_early_stages = decode_wg_early_stages();
   if (kp.use_tma && (variant == kDecodeSpread || variant == kDecodeSpread4)) {
     const int64_t slots = paged ? p.page_size : p.seqlen_k;
     const int64_t pages = paged ? int64_t(0x7fffffff) : p.batch;

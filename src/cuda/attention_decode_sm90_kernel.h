@@ -466,7 +466,7 @@ struct DecodeProducer {
       // kEarlyKv: the blocks of the first stages (whose empty barriers are
       // still in their initial phase: no wait) are requested before Q, so
       // the Q loads' latency overlaps theirs instead of preceding it.
-      const int early = min(Cfg::kEarlyKv ? Cfg::kStages : p.wg_early_stages, blocks);
+      const int early = Cfg::kEarlyKv ? min(Cfg::kStages, blocks) : 0;
       for (int it = 0; it < early; ++it) load_kv(p, w, smem, it, wp, lane);
       load_rows_async<Cfg::kQRows>(smem.q(), q_row, p.q, lane);
       cp_async_commit();

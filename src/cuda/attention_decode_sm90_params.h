@@ -97,9 +97,6 @@ struct AttentionDecodeParams {
   // landed (DecodeProducer::run, at most kStages; decode_early_stages in
   // attention_decode_sm90.cu sets it per call).
   int32_t early_stages;
-  // FREE. The same for the wgmma consumer's schedule 0 (kEarlyKv off):
-  // stages requested before Q's copies (decode_wg_early_stages).
-  int32_t wg_early_stages;
 };
 
 // FREE. Schedules of the split kernel, selected per call on the host
