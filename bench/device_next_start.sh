@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Prepared in the thirty-fourth session, not yet run: one device call that
+# Prepared in the thirty-fourth session, run in the thirty-fifth (call 1,
+# bench/results/2026-12-07_h100_s35_early): one device call that
 # takes decode's start apart (docs/decode_design.md, "Pass 1's chain timed
 # again"). Needs, built here and carried (ignored folders):
 #   .carry/base      main's libsamebits.so.xz + test_attention_decode_sm90
