@@ -47,6 +47,7 @@ are read (the thirty-first session's default, dropped).
 
 usage: python bench/bench_decode.py --out DIR [--reps 20] [--no-flex] [--graph] [--short N] [--flush read|write]
     [--page P] [--layout nhd|hnd] [--peer-layout hsd|shd] [--shapes 1x32768,...] [--lead] [--head-dim 64|128|256]
+    [--q-len Q]
 (PYTHONPATH=python and SAMEBITS_LIBRARY pointing at the library when run
 from a source tree).
 """
@@ -132,6 +133,8 @@ def main():
     ap.add_argument("--lead", action="store_true",
                     help="capture and time a copy of samebits' call first, under the name 'lead': samebits' timed "
                          "call then follows a call of its own kernel, the peers' do not (see above)")
+    ap.add_argument("--q-len", type=int, default=1,
+                    help="queries per sequence (speculative verify / chunked prefill: causal, the last Q keys)")
     ap.add_argument("--head-dim", type=int, default=128, choices=(64, 128, 256), help="D (default 128)")
     args = ap.parse_args()
     global D
@@ -158,7 +161,9 @@ def main():
         keys = ctx - args.short
         row["keys"] = keys
         kv_bytes = 2 * B * keys * HK * D * 2
-        q = torch.randn(B, 1, H, D, dtype=torch.bfloat16, device=dev)
+        Q = args.q_len
+        row["q_len"] = Q
+        q = torch.randn(B, Q, H, D, dtype=torch.bfloat16, device=dev)
         def cache():  # (pages | B, page_size | ctx, Hk, D), in --layout's memory order
             n, s = (B * ctx // PAGE, PAGE) if PAGE else (B, ctx)
             if args.layout == "hnd":
@@ -185,13 +190,19 @@ def main():
         kd, vd = peer(kc), peer(vc)
         qd = q.transpose(1, 2)
         from torch.nn.attention import SDPBackend, sdpa_kernel
+        # Q > 1: query i sees keys < keys - Q + 1 + i (causal, aligned at the end)
+        mask = None
+        if Q > 1:
+            from torch.nn.attention.bias import causal_lower_right
+            mask = causal_lower_right(Q, keys)
         for name, backend in (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION)):
             def call(backend=backend):
                 with sdpa_kernel(backend):
-                    return F.scaled_dot_product_attention(qd, kd, vd, enable_gqa=True)
+                    return F.scaled_dot_product_attention(qd, kd, vd, attn_mask=mask, enable_gqa=True)
             impls[name] = call
         if flex is not None and (B, ctx) in FLEX_SHAPES:
-            impls["flex"] = lambda: flex(qd, kd, vd, enable_gqa=True)
+            if Q == 1:
+                impls["flex"] = lambda: flex(qd, kd, vd, enable_gqa=True)
         runs = {}  # (name, capture) -> callable
         captures = args.captures if args.graph else 1
         for name, fn in impls.items():
@@ -218,7 +229,8 @@ def main():
         del kc, vc, kd, vd, table
         torch.cuda.empty_cache()
     os.makedirs(args.out, exist_ok=True)
-    tag = (("_graph" if args.graph else "") + (f"_short{args.short}" if args.short else "")
+    tag = (("_graph" if args.graph else "") + (f"_q{args.q_len}" if args.q_len != 1 else "")
+           + (f"_d{args.head_dim}" if args.head_dim != 128 else "") + (f"_short{args.short}" if args.short else "")
            + (f"_page{args.page}" if args.page != 64 else "") + (f"_{args.layout}" if args.layout != "nhd" else "")
            + (f"_peer{args.peer_layout}" if args.peer_layout != "hsd" else "") + ("_writeflush" if args.flush == "write" else "")
            + ("_lead" if args.lead else ""))

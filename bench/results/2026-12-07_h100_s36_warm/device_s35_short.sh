@@ -11,7 +11,7 @@
 # the wgmma schedule's early stages at --q-len 4 (one round). Packed into
 # $OUT/all.tgz.
 set -uo pipefail
-C=$PWD/.carry/s35w
+C=$PWD/.carry/${CARRY_DIR:-s35w}
 OUT=${OUT:-/tmp/out}; mkdir -p "$OUT/bits"
 python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$C/libsamebits.so.xz" "$C/libsamebits.so"
 chmod +x $C/test_attention_decode_sm90
@@ -21,7 +21,7 @@ SAMEBITS_DECODE_PASS1_WARM=2 SAMEBITS_DECODE_WG_EARLY=1 LD_LIBRARY_PATH=$C timeo
 SAMEBITS_DECODE_PASS1_WARM=2 SAMEBITS_DECODE_WG_EARLY=1 LD_LIBRARY_PATH=$C timeout 60 compute-sanitizer --tool racecheck $C/test_attention_decode_sm90 --small > $B/san_racecheck.log 2>&1; echo "racecheck rc=$? $(cnt $B/san_racecheck.log) $(grep -E 'RACECHECK SUMMARY' $B/san_racecheck.log)"
 grep -h '^\[FAIL\]' $B/*.log | head -3
 gzip $B/*.log
-LIBS="w0=.carry/s35w w1=.carry/s35w:SAMEBITS_DECODE_PASS1_WARM=1 w2=.carry/s35w:SAMEBITS_DECODE_PASS1_WARM=2" ROUNDS=2 CARRY=.carry/s35w \
+LIBS="main=.carry/s35e w0=.carry/${CARRY_DIR:-s35w} w1=.carry/${CARRY_DIR:-s35w}:SAMEBITS_DECODE_PASS1_WARM=1 w2=.carry/${CARRY_DIR:-s35w}:SAMEBITS_DECODE_PASS1_WARM=2" ROUNDS=2 CARRY=.carry/${CARRY_DIR:-s35w} \
   SHAPES=1x4096,2x2048,4x1024,1x8192,1x16384,8x2048 OUT=$OUT/ab bash bench/device_s34_ab.sh 2>&1 | grep -E "^==|^\| "
 for n in 0 1 all; do
   SAMEBITS_DECODE_WG_EARLY=$n PYTHONPATH=$PWD/python SAMEBITS_LIBRARY=$C/libsamebits.so timeout 60 python3 bench/bench_decode.py \
