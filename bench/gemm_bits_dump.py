@@ -6,7 +6,7 @@ process (SAMEBITS_LIBRARY):
     python bench/gemm_bits_dump.py compare old.json new.json
 
 `dump` hashes (sha256 of the raw bytes) samebits.dense.linear outputs, with
-bias, for a few shapes (partial tiles, M = 1 to 4096, N up to 14336) x bf16 /
+and without a bias, for a few shapes (partial tiles, M = 1 to 4096, N up to 14336) x bf16 /
 fp16 x the default entry and a set of forced entries (an entry a build does
 not know is recorded as an error, which `compare` reports; a measurement
 entry the build leaves out, -DSAMEBITS_GEMM_RESEARCH_TILES=OFF, is recorded
@@ -54,6 +54,10 @@ def dump(path):
                         y = samebits.dense.linear(x, w, b)
                     torch.cuda.synchronize()
                     out[f"{key} {t or 'default'}"] = digest(y)
+                    with forced_tile(t):  # without a bias: the staged entries' lean kernels
+                        y = samebits.dense.linear(x, w)
+                    torch.cuda.synchronize()
+                    out[f"{key} {t or 'default'} nobias"] = digest(y)
                 except NotImplementedError as e:
                     built = "SAMEBITS_GEMM_RESEARCH_TILES" not in str(e)
                     out[f"{key} {t or 'default'}"] = "ERR NotImplementedError" if built else "NOT BUILT"

@@ -50,6 +50,7 @@ args = ap.parse_args()
 
 CONFIGS = [
     ("default", {}),
+    ("generic", {"SAMEBITS_GEMM_LEAN": "0"}),  # the staged entries' generic kernel (the lean one by default)
     ("128x128", {"SAMEBITS_GEMM_TILE": "128x128"}),
     ("128x128 fake-cluster", {"SAMEBITS_GEMM_TILE": "128x128", "SAMEBITS_GEMM_FAKE_CLUSTER": "2"}),
     ("128x128 direct", {"SAMEBITS_GEMM_TILE": "128x128", "SAMEBITS_GEMM_EPILOGUE": "direct"}),
@@ -95,7 +96,7 @@ CONFIGS += [(t, tile_config(t)) for t in args.tiles.split(",") if t and t not in
 if args.lead and CONFIGS:
     CONFIGS.insert(0, ("lead", CONFIGS[0][1]))
 KNOBS = ("SAMEBITS_GEMM_TILE", "SAMEBITS_GEMM_FAKE_CLUSTER", "SAMEBITS_GEMM_CLUSTER_POLICY", "SAMEBITS_GEMM_EPILOGUE",
-         "SAMEBITS_GEMM_CLUSTER_PROBE", "SAMEBITS_GEMM_TRACE", "SAMEBITS_GEMM_GROUP_M")
+         "SAMEBITS_GEMM_CLUSTER_PROBE", "SAMEBITS_GEMM_TRACE", "SAMEBITS_GEMM_GROUP_M", "SAMEBITS_GEMM_LEAN")
 
 
 def set_env(env):

@@ -571,6 +571,67 @@ def test_gemm_bias_dtypes_give_the_same_bits(tile, monkeypatch):
     assert torch.equal(y[:, keep], ref[:, keep])
 
 
+# The lean kernels (each staged entry's kernel with only the common call's
+# epilogue compiled in: staged, no bias, the output in the operands' dtype)
+# give the generic kernel's bits, on partial row and column blocks, fp16 and
+# bf16, and a batched bmm. SAMEBITS_GEMM_LEAN=require makes a call that
+# cannot run the lean kernel an error, so the comparison cannot pass on the
+# generic kernel twice. Negative control: a changed input row changes that
+# row's output, and only that row's.
+@pytest.mark.parametrize("tile", GEMM_STAGED_TILES)
+def test_gemm_lean_kernel_equals_generic(tile, monkeypatch):
+    from samebits import dense as D
+
+    _require_gemm_tile(tile, monkeypatch)
+    g = torch.Generator().manual_seed(13)
+    monkeypatch.setenv("SAMEBITS_GEMM_TILE", tile)
+    for dt in (torch.bfloat16, torch.float16):
+        x = torch.randn(605, 1000, generator=g).to(dt).cuda()
+        w = (torch.randn(520, 1000, generator=g) / 32).to(dt).cuda()
+        a = torch.randn(3, 77, 256, generator=g).to(dt).cuda()
+        b = torch.randn(3, 256, 136, generator=g).to(dt).cuda()
+        cases = [(lambda M=M: D.linear(x[:M], w)) for M in (1, 7, 300, 605)] + [lambda: D.matmul(a, b)]
+        monkeypatch.setenv("SAMEBITS_GEMM_LEAN", "0")
+        ref = [f() for f in cases]
+        monkeypatch.setenv("SAMEBITS_GEMM_EPILOGUE", "direct")
+        assert all(torch.equal(f(), r) for f, r in zip(cases, ref)), (tile, dt, "generic staged != direct")
+        monkeypatch.delenv("SAMEBITS_GEMM_EPILOGUE")
+        monkeypatch.setenv("SAMEBITS_GEMM_LEAN", "require")
+        for i, f in enumerate(cases):
+            assert torch.equal(f(), ref[i]), (tile, dt, i)
+        x2 = x.clone()
+        x2[3, :64] += 0.5  # row 3 only
+        y2 = D.linear(x2[:7], w)
+        assert not torch.equal(y2, ref[1]) and torch.equal(y2[:3], ref[1][:3])
+        monkeypatch.delenv("SAMEBITS_GEMM_LEAN")
+
+
+# The calls the lean kernel does not take are refused under
+# SAMEBITS_GEMM_LEAN=require (a bias, a direct-only entry) and
+# run the generic kernel otherwise; an unknown value is an error.
+def test_gemm_lean_kernel_refused_where_it_cannot_run(monkeypatch):
+    from samebits import dense as D
+
+    x = torch.randn(8, 64, device="cuda", dtype=torch.bfloat16)
+    w = torch.randn(128, 64, device="cuda", dtype=torch.bfloat16)
+    bias = torch.randn(128, device="cuda", dtype=torch.bfloat16)
+    monkeypatch.setenv("SAMEBITS_GEMM_TILE", "128x256")
+    ref = D.linear(x, w, bias)
+    monkeypatch.setenv("SAMEBITS_GEMM_LEAN", "require")
+    D.linear(x, w)
+    with pytest.raises(ValueError, match="lean kernel"):
+        D.linear(x, w, bias)
+    monkeypatch.setenv("SAMEBITS_GEMM_TILE", "64x32")
+    with pytest.raises(ValueError, match="lean kernel"):
+        D.linear(x, w)
+    monkeypatch.setenv("SAMEBITS_GEMM_LEAN", "sideways")
+    with pytest.raises(ValueError, match="SAMEBITS_GEMM_LEAN"):
+        D.linear(x, w)
+    monkeypatch.setenv("SAMEBITS_GEMM_LEAN", "0")
+    monkeypatch.setenv("SAMEBITS_GEMM_TILE", "128x256")
+    assert torch.equal(D.linear(x, w, bias), ref)
+
+
 def test_gemm_staged_epilogue_refused_where_it_cannot_run(monkeypatch):
     from samebits import dense as D
 

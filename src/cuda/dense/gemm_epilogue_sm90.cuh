@@ -212,8 +212,10 @@ __device__ __forceinline__ void store_tile(const GemmTmaParams& p, const float (
 // 128x168: r = 40): the last r columns are staged as one more block of 64
 // rows x r columns and stored through p.tma_c_rem (where the host could
 // encode it, p.out_tma_rem; otherwise they go straight from the
-// accumulators, the same epilogue_value).
-template <class TO, int WN, class TB>
+// accumulators, the same epilogue_value). kRemTma: the caller guarantees
+// p.out_tma_rem, and the direct fallback is not compiled in (the lean
+// kernels, gemm_kernel_sm90_tma_wgmma.cuh).
+template <class TO, int WN, class TB, bool kRemTma = false>
 __device__ __forceinline__ void store_tile_staged_body(const GemmTmaParams& p, const float (&acc)[WN / 2], int bz,
                                                        const char* bias, int64_t row0, int64_t col0, uint8_t* buf,
                                                        int bar_id, uint32_t& chunk) {
@@ -277,14 +279,14 @@ __device__ __forceinline__ void store_tile_staged_body(const GemmTmaParams& p, c
           [](int r, int u) { return uint32_t(r * 128 + ((u ^ (r & 7)) << 4)); });
   if constexpr (WN % kEpiBlock != 0) {  // the last WN % 64 columns
     constexpr int kRem = WN % kEpiBlock, j0 = WN / kEpiBlock * 8;
-    if (p.out_tma_rem) {  // one narrower TMA store (p.tma_c_rem: 64 rows x kRem columns)
+    if (kRemTma || p.out_tma_rem) {  // one narrower TMA store (p.tma_c_rem: 64 rows x kRem columns)
       if constexpr (kRem == 32)  // 64-byte rows, 64-byte swizzle: unit u of row r at u ^ ((r / 2) % 4)
         block(std::integral_constant<int, 4>{}, j0, &p.tma_c_rem, col0 + WN - kRem,
               [](int r, int u) { return uint32_t(r * 64 + ((u ^ ((r >> 1) & 3)) << 4)); });
       else  // rows of kRem * 2 bytes, unswizzled
         block(std::integral_constant<int, kRem / 8>{}, j0, &p.tma_c_rem, col0 + WN - kRem,
               [](int r, int u) { return uint32_t(r * kRem * 2 + (u << 4)); });
-    } else {  // through the direct epilogue's store
+    } else if constexpr (!kRemTma) {  // through the direct epilogue's store
       TO* out = static_cast<TO*>(p.out) + int64_t(bz) * p.out_batch_stride;
       store_warp_rows_body<TO, WN, TB, j0, WN / 8>(p, acc, out, bias, row0 + rw, col0 + cq);
     }
@@ -309,6 +311,17 @@ __device__ __forceinline__ void store_tile_staged(const GemmTmaParams& p, const 
     store_tile_staged_typed<__half, WN>(p, acc, bz, row0, col0, buf, bar_id, chunk);
   else
     store_tile_staged_typed<__nv_bfloat16, WN>(p, acc, bz, row0, col0, buf, bar_id, chunk);
+}
+
+// The lean kernels' epilogue: staged, no bias, out dtype TO fixed at
+// compile time, the remainder columns by their own TMA store. The same
+// store_tile_staged_body (so the same values, bit for bit) with every other
+// case left out of the kernel's code.
+template <class TO, int WN>
+__device__ __forceinline__ void store_tile_staged_lean(const GemmTmaParams& p, const float (&acc)[WN / 2], int bz,
+                                                       int64_t row0, int64_t col0, uint8_t* buf, int bar_id,
+                                                       uint32_t& chunk) {
+  store_tile_staged_body<TO, WN, void, true>(p, acc, bz, nullptr, row0, col0, buf, bar_id, chunk);
 }
 
 }  // namespace samebits::cuda::dense::sm90

@@ -16,6 +16,13 @@
 // stores (store_tile_staged, gemm_epilogue_sm90.cuh; named barrier `wg`
 // orders the warpgroup's buffer writes and reuse) and starts its next tile's
 // k loop while they drain; otherwise straight from the accumulators.
+// kLean (kTmaStore entries): the same kernel with only the epilogue of the
+// common call compiled in: staged, no bias, the output in the operands'
+// dtype, the remainder columns by TMA (the host launches it only for such
+// calls: GemmTmaParams::lean). The same functions compute every value, so
+// it stores the same bits; what it saves is code (the generic kernel of
+// 128x96 is ~30k instructions, most of them epilogue forms a call never
+// runs), which a call fetches cold when another kernel ran before it.
 // The host launcher below also launches the small-M entries' kernel
 // (Cfg::kMmaSync, gemm_kernel_sm90_tma_mma.cuh).
 // Included by the one-configuration .cu files only.
@@ -48,8 +55,9 @@ __device__ __forceinline__ void for_each_index(F&& f) {
   for_each_index_impl<N>(f, std::make_integer_sequence<int, N>{});
 }
 
-template <class Cfg, bool kF16>
+template <class Cfg, bool kF16, bool kLean = false>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_wgmma_kernel(const __grid_constant__ GemmTmaParams p) {
+  static_assert(!kLean || (Cfg::kTmaStore && !Cfg::kPingPong), "the lean kernel is the staged epilogue's");
   extern __shared__ uint8_t smem_raw[];
   const SmemRing<Cfg> ring = SmemRing<Cfg>::carve(smem_raw);
 
@@ -93,7 +101,7 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_wgmma
     const int cm = (wg - 1) % Cfg::kConsumersM;  // rows cm*64F .. cm*64F+64F-1 of the tile
     const int cn = (wg - 1) / Cfg::kConsumersM;  // columns cn*WN .. cn*WN+WN-1
     float acc[F][Cfg::WN / 2];
-    const bool staged = Cfg::kTmaStore && p.out_tma;
+    const bool staged = Cfg::kTmaStore && (kLean || p.out_tma);
     uint8_t* epi_buf = ring.epi + (wg - 1) * 2 * Cfg::kEpiBufBytes;  // this warpgroup's two staging buffers
     uint32_t chunk = 0;  // 64-column blocks this warpgroup has staged
     for (int64_t t = first; t < p.tiles; t += stride) {
@@ -106,13 +114,18 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_wgmma
       for_each_index<F>([&](auto fi) {
         constexpr int f = decltype(fi)::value;
         const int64_t row0 = tile_row0<Cfg>(p, mt) + (cm * F + f) * 64, col0 = tile_col0<Cfg>(p, c.nt) + cn * Cfg::WN;
-        if constexpr (Cfg::kTmaStore) {
-          if (staged) {
-            store_tile_staged<Cfg::WN>(p, acc[f], c.bz, row0, col0, epi_buf, wg, chunk);  // named barrier wg
-            return;
+        if constexpr (kLean) {
+          using TO = std::conditional_t<kF16, __half, __nv_bfloat16>;
+          store_tile_staged_lean<TO, Cfg::WN>(p, acc[f], c.bz, row0, col0, epi_buf, wg, chunk);  // named barrier wg
+        } else {
+          if constexpr (Cfg::kTmaStore) {
+            if (staged) {
+              store_tile_staged<Cfg::WN>(p, acc[f], c.bz, row0, col0, epi_buf, wg, chunk);  // named barrier wg
+              return;
+            }
           }
+          store_tile<Cfg::WN>(p, acc[f], c.bz, row0, col0);
         }
-        store_tile<Cfg::WN>(p, acc[f], c.bz, row0, col0);
       });
     }
     if constexpr (Cfg::kTmaStore) {
@@ -199,19 +212,13 @@ cudaLaunchConfig_t cluster_launch_config(cudaLaunchAttribute (&attr)[2], unsigne
   return cfg;
 }
 
-// Host side of one configuration: raises the shared-memory limit (once per
-// device) and launches the persistent grid of min(tiles, kCtasPerSm * sms)
-// CTAs; for a cluster entry, min(tiles, co-resident clusters) clusters of
-// kClusterM CTAs (cudaOccupancyMaxActiveClusters, once per device: a GPC
-// need not hold an even number of free SMs).
-template <class Cfg, bool kF16>
-cudaError_t launch_gemm_tma_wgmma(const GemmTmaParams& p, int device, int sms, cudaStream_t stream) {
-  constexpr auto kernel = [] {
-    if constexpr (Cfg::kMmaSync)
-      return gemm_tma_mma_kernel<Cfg, kF16>;
-    else
-      return gemm_tma_wgmma_kernel<Cfg, kF16>;
-  }();
+// Host side of one kernel of a configuration: raises the shared-memory limit
+// (once per device) and launches the persistent grid of min(tiles,
+// kCtasPerSm * SMs) CTAs; for a cluster entry, min(tiles, co-resident
+// clusters) clusters of kClusterM CTAs (cudaOccupancyMaxActiveClusters,
+// once per device: a GPC need not hold an even number of free SMs).
+template <class Cfg, auto kernel>
+cudaError_t launch_gemm_grid(const GemmTmaParams& p, int device, int sms, cudaStream_t stream) {
   if (const cudaError_t e = opt_in_shared_memory<kernel>(Cfg::kSmemBytes); e != cudaSuccess) return e;
   if constexpr (Cfg::kClusterM == 1) {
     const int64_t slots = int64_t(sms) * Cfg::kCtasPerSm;
@@ -240,6 +247,22 @@ cudaError_t launch_gemm_tma_wgmma(const GemmTmaParams& p, int device, int sms, c
     const int64_t grid = p.tiles < clusters ? p.tiles : clusters;
     cfg.gridDim = dim3(unsigned(grid * Cfg::kClusterM));
     return cudaLaunchKernelEx(&cfg, kernel, p);
+  }
+}
+
+// Host side of one configuration: its lean kernel where the host chose it
+// (p.lean, gemm_launch_sm90.cu), else its generic one (or the small-M
+// entries' kernel).
+template <class Cfg, bool kF16>
+cudaError_t launch_gemm_tma_wgmma(const GemmTmaParams& p, int device, int sms, cudaStream_t stream) {
+  if constexpr (Cfg::kMmaSync) {
+    return launch_gemm_grid<Cfg, gemm_tma_mma_kernel<Cfg, kF16>>(p, device, sms, stream);
+  } else {
+    if constexpr (Cfg::kTmaStore && !Cfg::kPingPong) {
+      if (p.lean)
+        return launch_gemm_grid<Cfg, gemm_tma_wgmma_kernel<Cfg, kF16, true>>(p, device, sms, stream);
+    }
+    return launch_gemm_grid<Cfg, gemm_tma_wgmma_kernel<Cfg, kF16, false>>(p, device, sms, stream);
   }
 }
 

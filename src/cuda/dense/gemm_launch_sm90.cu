@@ -161,6 +161,29 @@ sb_status forced_tile(GemmTile* t, bool* forced) {
 // values); tests and benchmarks compare them. Read on every call; an
 // unknown value is an error.
 enum class Epilogue { kAuto, kDirect, kStaged, kStagedRemDirect };
+
+// Whether a staged call runs its entry's lean kernel (kLean,
+// gemm_kernel_sm90_tma_wgmma.cuh: only the common call's epilogue compiled
+// in, the same bits). Unset: wherever it applies (staged, no bias, the
+// output in the operands' dtype, the remainder columns' map encoded).
+// SAMEBITS_GEMM_LEAN=0: never (measurements). =require: a call it cannot
+// run is an error (so a check that asks for it cannot pass on the generic
+// kernel). Read on every call; an unknown value is an error.
+enum class LeanChoice { kAuto, kOff, kRequire };
+sb_status lean_choice(LeanChoice* lean) {
+  *lean = LeanChoice::kAuto;
+  const char* e = std::getenv("SAMEBITS_GEMM_LEAN");
+  if (e == nullptr || *e == 0) return SB_OK;
+  if (std::strcmp(e, "0") == 0) {
+    *lean = LeanChoice::kOff;
+    return SB_OK;
+  }
+  if (std::strcmp(e, "require") == 0) {
+    *lean = LeanChoice::kRequire;
+    return SB_OK;
+  }
+  return fail(SB_INVALID_ARGUMENT, std::string("SAMEBITS_GEMM_LEAN: unknown value '") + e + "' (known: 0, require)");
+}
 sb_status epilogue_choice(Epilogue* epi) {
   *epi = Epilogue::kAuto;
   const char* e = std::getenv("SAMEBITS_GEMM_EPILOGUE");
@@ -259,6 +282,8 @@ sb_status gemm_16bit(const sb_gemm_params& p) {
   Epilogue epi = Epilogue::kAuto;
   if (sb_status fst = forced_tile(&tile, &forced); fst != SB_OK) return fst;
   if (sb_status est = epilogue_choice(&epi); est != SB_OK) return est;
+  LeanChoice lean = LeanChoice::kAuto;
+  if (sb_status lst = lean_choice(&lean); lst != SB_OK) return lst;
   if (!forced) {
     tile = pick_gemm_tile(p.m, p.n, p.batch, sms);
     if (!gemm_tile_built(tile))  // the rule picks built entries only (tests/cpp/test_gemm_rule.cpp)
@@ -274,6 +299,13 @@ sb_status gemm_16bit(const sb_gemm_params& p) {
                            encode_out(&kp.tma_c_rem, p, tb.rem_cols)
                        ? 1
                        : 0;
+  const bool lean_fits = kp.out_tma && p.bias == nullptr && p.out_dtype == p.dtype &&
+                         (tb.rem_cols == 0 || kp.out_tma_rem);
+  if (lean == LeanChoice::kRequire && !lean_fits)
+    return fail(SB_INVALID_ARGUMENT,
+                std::string("SAMEBITS_GEMM_LEAN=require: this call cannot run tile entry ") + gemm_tile_name(tile) +
+                    "'s lean kernel (it needs the staged epilogue, no bias and the output in the operands' dtype)");
+  kp.lean = lean != LeanChoice::kOff && lean_fits ? 1 : 0;
   if (epi == Epilogue::kStaged && !kp.out_tma)
     return fail(SB_INVALID_ARGUMENT,
                 std::string("SAMEBITS_GEMM_EPILOGUE=staged: ") +

@@ -37,6 +37,7 @@ struct GemmTmaParams {
   int32_t out_pairs;  // 1: two adjacent columns may be stored as one vector
   int32_t out_tma;    // 1: the staged epilogue (entries with kTmaStore) stores through tma_c
   int32_t out_tma_rem;  // 1: ... and the last WN % 64 columns through tma_c_rem
+  int32_t lean;         // 1: the host launches the entry's lean kernel (gemm_kernel_sm90_tma_wgmma.cuh)
   int64_t out_batch_stride, out_row_stride;
   const void* bias;  // nullptr: none
   sb_dtype bias_dtype;
