@@ -197,6 +197,17 @@ __device__ __forceinline__ void store_tile(const GemmTmaParams& p, const float (
   store_warp_rows<BN>(p, acc, bz, row0 + ((threadIdx.x % 128) / 32) * 16, col0);
 }
 
+// The lean kernels' direct epilogue (entries without kTmaStore): no bias,
+// out dtype TO fixed at compile time; store_tile's code for that case alone.
+template <class TO, int BN>
+__device__ __forceinline__ void store_tile_lean(const GemmTmaParams& p, const float (&acc)[BN / 2], int bz,
+                                                int64_t row0, int64_t col0) {
+  const int l = threadIdx.x % 32;
+  TO* out = static_cast<TO*>(p.out) + int64_t(bz) * p.out_batch_stride;
+  store_warp_rows_body<TO, BN, void>(p, acc, out, nullptr, row0 + ((threadIdx.x % 128) / 32) * 16 + l / 4,
+                                     col0 + (l % 4) * 2);
+}
+
 // ---- the staged epilogue (TileConfig::kTmaStore; p.out_tma) ----------------
 // A consumer warpgroup's m64 x WN fragment (rows row0 .., columns col0 ..)
 // stored through shared memory: for each block of 64 columns, every thread

@@ -16,9 +16,9 @@
 // stores (store_tile_staged, gemm_epilogue_sm90.cuh; named barrier `wg`
 // orders the warpgroup's buffer writes and reuse) and starts its next tile's
 // k loop while they drain; otherwise straight from the accumulators.
-// kLean (kTmaStore entries): the same kernel with only the epilogue of the
-// common call compiled in: staged, no bias, the output in the operands'
-// dtype, the remainder columns by TMA (the host launches it only for such
+// kLean: the same kernel with only the epilogue of the common call compiled
+// in: no bias, the output in the operands' dtype; for kTmaStore entries
+// staged, the remainder columns by TMA (the host launches it only for such
 // calls: GemmTmaParams::lean). The same functions compute every value, so
 // it stores the same bits; what it saves is code (the generic kernel of
 // 128x96 is ~30k instructions, most of them epilogue forms a call never
@@ -57,7 +57,7 @@ __device__ __forceinline__ void for_each_index(F&& f) {
 
 template <class Cfg, bool kF16, bool kLean = false>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_wgmma_kernel(const __grid_constant__ GemmTmaParams p) {
-  static_assert(!kLean || (Cfg::kTmaStore && !Cfg::kPingPong), "the lean kernel is the staged epilogue's");
+  static_assert(!kLean || !Cfg::kPingPong, "no lean ping-pong kernel");
   extern __shared__ uint8_t smem_raw[];
   const SmemRing<Cfg> ring = SmemRing<Cfg>::carve(smem_raw);
 
@@ -116,7 +116,10 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_wgmma
         const int64_t row0 = tile_row0<Cfg>(p, mt) + (cm * F + f) * 64, col0 = tile_col0<Cfg>(p, c.nt) + cn * Cfg::WN;
         if constexpr (kLean) {
           using TO = std::conditional_t<kF16, __half, __nv_bfloat16>;
-          store_tile_staged_lean<TO, Cfg::WN>(p, acc[f], c.bz, row0, col0, epi_buf, wg, chunk);  // named barrier wg
+          if constexpr (Cfg::kTmaStore)
+            store_tile_staged_lean<TO, Cfg::WN>(p, acc[f], c.bz, row0, col0, epi_buf, wg, chunk);  // named barrier wg
+          else
+            store_tile_lean<TO, Cfg::WN>(p, acc[f], c.bz, row0, col0);
         } else {
           if constexpr (Cfg::kTmaStore) {
             if (staged) {
@@ -258,7 +261,7 @@ cudaError_t launch_gemm_tma_wgmma(const GemmTmaParams& p, int device, int sms, c
   if constexpr (Cfg::kMmaSync) {
     return launch_gemm_grid<Cfg, gemm_tma_mma_kernel<Cfg, kF16>>(p, device, sms, stream);
   } else {
-    if constexpr (Cfg::kTmaStore && !Cfg::kPingPong) {
+    if constexpr (!Cfg::kPingPong) {
       if (p.lean)
         return launch_gemm_grid<Cfg, gemm_tma_wgmma_kernel<Cfg, kF16, true>>(p, device, sms, stream);
     }

@@ -162,10 +162,11 @@ sb_status forced_tile(GemmTile* t, bool* forced) {
 // unknown value is an error.
 enum class Epilogue { kAuto, kDirect, kStaged, kStagedRemDirect };
 
-// Whether a staged call runs its entry's lean kernel (kLean,
+// Whether a call runs its entry's lean kernel (kLean,
 // gemm_kernel_sm90_tma_wgmma.cuh: only the common call's epilogue compiled
-// in, the same bits). Unset: wherever it applies (staged, no bias, the
-// output in the operands' dtype, the remainder columns' map encoded).
+// in, the same bits). Unset: wherever it applies (no bias, the output in the
+// operands' dtype; an entry with the staged epilogue staged, the remainder
+// columns' map encoded; not the mma.sync or ping-pong entries).
 // SAMEBITS_GEMM_LEAN=0: never (measurements). =require: a call it cannot
 // run is an error (so a check that asks for it cannot pass on the generic
 // kernel). Read on every call; an unknown value is an error.
@@ -237,12 +238,13 @@ struct TileBoxes {
   int a_rows, b_rows, sched_bm, bn;
   bool tma_store;  // the entry has the staged epilogue
   int rem_cols;    // its fragment's columns past the last whole 64-column block (0: none)
+  bool lean;       // the entry has lean kernels (gemm_kernel_sm90_tma_wgmma.cuh, kLean)
 };
 TileBoxes tile_boxes(GemmTile t) {
   return visit_gemm_tile(t, [](auto cfg) {
     using Cfg = decltype(cfg);
     return TileBoxes{Cfg::BM, Cfg::kBBoxRows, Cfg::BM * Cfg::kClusterM, Cfg::BN, Cfg::kTmaStore,
-                     Cfg::kTmaStore ? Cfg::WN % kEpiBlock : 0};
+                     Cfg::kTmaStore ? Cfg::WN % kEpiBlock : 0, !Cfg::kMmaSync && !Cfg::kPingPong};
   });
 }
 
@@ -299,12 +301,13 @@ sb_status gemm_16bit(const sb_gemm_params& p) {
                            encode_out(&kp.tma_c_rem, p, tb.rem_cols)
                        ? 1
                        : 0;
-  const bool lean_fits = kp.out_tma && p.bias == nullptr && p.out_dtype == p.dtype &&
-                         (tb.rem_cols == 0 || kp.out_tma_rem);
+  const bool lean_fits = tb.lean && p.bias == nullptr && p.out_dtype == p.dtype &&
+                         (!tb.tma_store || (kp.out_tma && (tb.rem_cols == 0 || kp.out_tma_rem)));
   if (lean == LeanChoice::kRequire && !lean_fits)
     return fail(SB_INVALID_ARGUMENT,
                 std::string("SAMEBITS_GEMM_LEAN=require: this call cannot run tile entry ") + gemm_tile_name(tile) +
-                    "'s lean kernel (it needs the staged epilogue, no bias and the output in the operands' dtype)");
+                    "'s lean kernel (it needs no bias, the output in the operands' dtype and, on an entry with the staged "
+                    "epilogue, that epilogue)");
   kp.lean = lean != LeanChoice::kOff && lean_fits ? 1 : 0;
   if (epi == Epilogue::kStaged && !kp.out_tma)
     return fail(SB_INVALID_ARGUMENT,
