@@ -10,6 +10,7 @@
 # their neighbours, ROUNDS rounds; 5) if time is left, issue 6's 76 points
 # (default only, one round). Everything is packed into $OUT/all.tgz.
 set -uo pipefail
+# Run from the repository root: bash bench/results/2026-12-07_h100_s36_lean/device_s36_lean.sh
 CARRY=${CARRY:-.carry/s36lean}
 OLD=${OLD:-.carry/s35e}
 source bench/device_common.sh
