@@ -1,27 +1,41 @@
 #!/usr/bin/env bash
-# Second device call (thirty-sixth session): 1) decode with its split
-# kernels' unused forms compiled out (a measurement build,
-# bench/results/2026-12-07_h100_s36_lean/decode_lean_probe.patch: the hand
-# loads and the softcap branch removed, valid for TMA calls without softcap
-# only; .carry/s36dprobe) beside main's library (.carry/s35e),
-# bench_decode --graph, 2 rounds rotated; 2) a second round of issue 6's 76
-# GEMM points with the lean kernels (.carry/s36lean). Packed into $OUT/all.tgz.
+# Second device call (thirty-sixth session): 1) decode's lean split kernels
+# (DecodeConfig::kLean: no hand loads, no softcap form; .carry/s36dlean):
+# the decode suite with them (the default) and --quick with
+# SAMEBITS_DECODE_LEAN=0, racecheck --small; 2) bench_decode --graph, main's
+# library (.carry/s35e) beside the lean kernels and beside
+# SAMEBITS_DECODE_LEAN=0 (the same library), 2 rounds rotated; 3) a second
+# round of issue 6's 76 GEMM points with the lean GEMM kernels. Packed into
+# $OUT/all.tgz.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
-LIBS="main=.carry/s35e probe=.carry/s36dprobe" ROUNDS=2 CARRY=.carry/s36dprobe \
+C=$PWD/.carry/s36dlean
+mkdir -p "$OUT/bits"
+python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$C/libsamebits.so.xz" "$C/libsamebits.so"
+chmod +x "$C/test_attention_decode_sm90"
+cnt() { echo "pass=$(grep -c '^\[PASS\]' "$1") fail=$(grep -c '^\[FAIL\]' "$1")"; }
+B=$OUT/bits
+LD_LIBRARY_PATH=$C timeout 120 "$C/test_attention_decode_sm90" > "$B/full.log" 2>&1; echo "== suite (lean) rc=$? $(cnt "$B/full.log")"
+SAMEBITS_DECODE_LEAN=0 LD_LIBRARY_PATH=$C timeout 60 "$C/test_attention_decode_sm90" --quick > "$B/quick_off.log" 2>&1; echo "== --quick LEAN=0 rc=$? $(cnt "$B/quick_off.log")"
+LD_LIBRARY_PATH=$C timeout 90 compute-sanitizer --tool racecheck "$C/test_attention_decode_sm90" --small > "$B/racecheck.log" 2>&1; echo "== racecheck rc=$? $(cnt "$B/racecheck.log") $(grep -E 'RACECHECK SUMMARY' "$B/racecheck.log")"
+grep -h '^\[FAIL\]' "$B"/*.log | head -3
+gzip "$B"/*.log
+SAMEBITS_LIBRARY=$C/libsamebits.so PYTHONPATH=$PWD/python timeout 100 python3 -m pytest tests/python/test_cuda.py -q -p no:cacheprovider -k "decode or kvcache" > "$OUT/pytest_decode.log" 2>&1
+echo "== pytest decode rc=$? $(tail -1 "$OUT/pytest_decode.log")"
+LIBS="main=.carry/s35e lean=.carry/s36dlean off=.carry/s36dlean:SAMEBITS_DECODE_LEAN=0" ROUNDS=2 CARRY=.carry/s36dlean \
   SHAPES=1x4096,2x2048,4x1024,1x8192,1x16384,8x2048 OUT=$OUT/dec bash bench/device_s34_ab.sh 2>&1 | grep -E "^==|^\| "
 export PYTHONPATH=$PWD/python:$PWD/bench
 python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" .carry/s36lean/libsamebits.so.xz .carry/s36lean/libsamebits.so
 MS="1 16 64 128 192 256 384 512 640 768 896 1024 1152 1280 1536 1792 2048 4096 16384"
 SH=""
 for nk in 4096x4096 14336x4096 4096x14336 128256x4096; do for m in $MS; do SH="$SH${SH:+,}${m}x$nk"; done; done
-SAMEBITS_LIBRARY=$PWD/.carry/s36lean/libsamebits.so timeout 300 python3 bench/gemm_cluster_probe.py --configs default --shapes "$SH" \
+SAMEBITS_LIBRARY=$PWD/.carry/s36lean/libsamebits.so timeout 200 python3 bench/gemm_cluster_probe.py --configs default --shapes "$SH" \
   --reps 11 --captures 2 --out "$OUT/table_2.json" > "$OUT/table_2.log" 2>&1
 echo "== table rc=$?"
 python3 - "$OUT/table_2.json" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))["rows"]
-r = sorted((x["us"]["cuBLAS"] / x["us"]["default"], f'{x["M"]}x{x["N"]}x{x["K"]}') for x in rows)
+r = sorted((round(x["us"]["cuBLAS"] / x["us"]["default"], 3), f'{x["M"]}x{x["N"]}x{x["K"]}') for x in rows)
 print("points", len(r), "below 0.95:", [x for x in r if x[0] < 0.95], "lowest", r[:4])
 PY
 cd "$OUT" && tar czf /tmp/all.tgz . && find "$OUT" -mindepth 1 -delete && mv /tmp/all.tgz "$OUT/all.tgz"
