@@ -5,8 +5,8 @@
 # SAMEBITS_DECODE_LEAN=0, racecheck --small; 2) bench_decode --graph, main's
 # library (.carry/s35e) beside the lean kernels and beside
 # SAMEBITS_DECODE_LEAN=0 (the same library), 2 rounds rotated; 3) a second
-# round of issue 6's 76 GEMM points with the lean GEMM kernels. Packed into
-# $OUT/all.tgz.
+# round of issue 6's 76 GEMM points with the lean GEMM kernels (WITH_TABLE=1).
+# WITH_OFF=1 adds the LEAN=0 setting to 2). Packed into $OUT/all.tgz.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
 C=$PWD/.carry/s36dlean
@@ -22,8 +22,9 @@ grep -h '^\[FAIL\]' "$B"/*.log | head -3
 gzip "$B"/*.log
 SAMEBITS_LIBRARY=$C/libsamebits.so PYTHONPATH=$PWD/python timeout 100 python3 -m pytest tests/python/test_cuda.py -q -p no:cacheprovider -k "decode or kvcache" > "$OUT/pytest_decode.log" 2>&1
 echo "== pytest decode rc=$? $(tail -1 "$OUT/pytest_decode.log")"
-LIBS="main=.carry/s35e lean=.carry/s36dlean off=.carry/s36dlean:SAMEBITS_DECODE_LEAN=0" ROUNDS=2 CARRY=.carry/s36dlean \
+LIBS="main=.carry/s35e lean=.carry/s36dlean${WITH_OFF:+ off=.carry/s36dlean:SAMEBITS_DECODE_LEAN=0}" ROUNDS=2 CARRY=.carry/s36dlean \
   SHAPES=1x4096,2x2048,4x1024,1x8192,1x16384,8x2048 OUT=$OUT/dec bash bench/device_s34_ab.sh 2>&1 | grep -E "^==|^\| "
+if [ -n "${WITH_TABLE:-}" ]; then
 export PYTHONPATH=$PWD/python:$PWD/bench
 python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" .carry/s36lean/libsamebits.so.xz .carry/s36lean/libsamebits.so
 MS="1 16 64 128 192 256 384 512 640 768 896 1024 1152 1280 1536 1792 2048 4096 16384"
@@ -38,4 +39,5 @@ rows = json.load(open(sys.argv[1]))["rows"]
 r = sorted((round(x["us"]["cuBLAS"] / x["us"]["default"], 3), f'{x["M"]}x{x["N"]}x{x["K"]}') for x in rows)
 print("points", len(r), "below 0.95:", [x for x in r if x[0] < 0.95], "lowest", r[:4])
 PY
+fi
 cd "$OUT" && tar czf /tmp/all.tgz . && find "$OUT" -mindepth 1 -delete && mv /tmp/all.tgz "$OUT/all.tgz"
