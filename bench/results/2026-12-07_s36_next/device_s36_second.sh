@@ -8,6 +8,7 @@
 # round of issue 6's 76 GEMM points with the lean GEMM kernels (WITH_TABLE=1).
 # WITH_OFF=1 adds the LEAN=0 setting to 2). Packed into $OUT/all.tgz.
 set -uo pipefail
+# Run from the repository root: bash bench/results/2026-12-07_s36_next/device_s36_second.sh
 OUT=${OUT:-/tmp/out}
 C=$PWD/.carry/s36dlean
 mkdir -p "$OUT/bits"
