@@ -514,6 +514,22 @@ GEMM_STAGED_TILES = ["128x128", "128x256", "128x256m2", "128x128m2", "192x128", 
                      "256x160", "128x96", "192x192w3", "192x128w3", "128x168"]
 
 
+def _gemm_epilogue_cases(g, dt, with_bias):
+    """x (605 x 1000), w (520 x 1000), the bias (or None) and the calls the
+    epilogue tests compare: linear at M = 1, 7, 300, 605 (partial row and
+    column blocks: N = 520 ends 8 columns into a 64-column block) and a
+    batched matmul with B in the (k, n) layout."""
+    from samebits import dense as D
+
+    x = torch.randn(605, 1000, generator=g).to(dt).cuda()
+    w = (torch.randn(520, 1000, generator=g) / 32).to(dt).cuda()
+    bias = torch.randn(520, generator=g).to(dt).cuda() if with_bias else None
+    a = torch.randn(3, 77, 256, generator=g).to(dt).cuda()
+    b = torch.randn(3, 256, 136, generator=g).to(dt).cuda()
+    cases = [(lambda M=M: D.linear(x[:M], w, bias)) for M in (1, 7, 300, 605)] + [lambda: D.matmul(a, b)]
+    return x, w, bias, cases
+
+
 @pytest.mark.parametrize("tile", GEMM_STAGED_TILES)
 def test_gemm_staged_epilogue_equals_direct(tile, monkeypatch):
     from samebits import dense as D
@@ -522,12 +538,7 @@ def test_gemm_staged_epilogue_equals_direct(tile, monkeypatch):
     g = torch.Generator().manual_seed(7)
     monkeypatch.setenv("SAMEBITS_GEMM_TILE", tile)
     for dt in (torch.bfloat16, torch.float16):
-        x = torch.randn(605, 1000, generator=g).to(dt).cuda()
-        w = (torch.randn(520, 1000, generator=g) / 32).to(dt).cuda()
-        bias = torch.randn(520, generator=g).to(dt).cuda()
-        a = torch.randn(3, 77, 256, generator=g).to(dt).cuda()
-        b = torch.randn(3, 256, 136, generator=g).to(dt).cuda()
-        cases = [(lambda M=M: D.linear(x[:M], w, bias)) for M in (1, 7, 300, 605)] + [lambda: D.matmul(a, b)]
+        x, w, bias, cases = _gemm_epilogue_cases(g, dt, with_bias=True)
         monkeypatch.setenv("SAMEBITS_GEMM_EPILOGUE", "direct")
         ref = [f() for f in cases]
         for staged in ("staged-rem-direct", "staged"):
@@ -586,11 +597,7 @@ def test_gemm_lean_kernel_equals_generic(tile, monkeypatch):
     g = torch.Generator().manual_seed(13)
     monkeypatch.setenv("SAMEBITS_GEMM_TILE", tile)
     for dt in (torch.bfloat16, torch.float16):
-        x = torch.randn(605, 1000, generator=g).to(dt).cuda()
-        w = (torch.randn(520, 1000, generator=g) / 32).to(dt).cuda()
-        a = torch.randn(3, 77, 256, generator=g).to(dt).cuda()
-        b = torch.randn(3, 256, 136, generator=g).to(dt).cuda()
-        cases = [(lambda M=M: D.linear(x[:M], w)) for M in (1, 7, 300, 605)] + [lambda: D.matmul(a, b)]
+        x, w, _, cases = _gemm_epilogue_cases(g, dt, with_bias=False)
         monkeypatch.setenv("SAMEBITS_GEMM_LEAN", "0")
         ref = [f() for f in cases]
         monkeypatch.setenv("SAMEBITS_GEMM_EPILOGUE", "direct")
