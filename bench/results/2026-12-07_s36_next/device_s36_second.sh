@@ -6,7 +6,8 @@
 # library (.carry/s35e) beside the lean kernels and beside
 # SAMEBITS_DECODE_LEAN=0 (the same library), 2 rounds rotated; 3) a second
 # round of issue 6's 76 GEMM points with the lean GEMM kernels (WITH_TABLE=1).
-# WITH_OFF=1 adds the LEAN=0 setting to 2). Packed into $OUT/all.tgz.
+# WITH_OFF=1 adds the LEAN=0 setting to 2); WITH_MMA_LEAN=1 checks and times
+# gemm_mma_lean.patch (.carry/s36mlean). Packed into $OUT/all.tgz.
 set -uo pipefail
 # Run from the repository root: bash bench/results/2026-12-07_s36_next/device_s36_second.sh
 OUT=${OUT:-/tmp/out}
@@ -40,5 +41,22 @@ rows = json.load(open(sys.argv[1]))["rows"]
 r = sorted((round(x["us"]["cuBLAS"] / x["us"]["default"], 3), f'{x["M"]}x{x["N"]}x{x["K"]}') for x in rows)
 print("points", len(r), "below 0.95:", [x for x in r if x[0] < 0.95], "lowest", r[:4])
 PY
+fi
+if [ -n "${WITH_MMA_LEAN:-}" ]; then
+  # gemm_mma_lean.patch (the mma.sync entries' lean kernels; apply it to the
+  # tree before the call, its tests are in it), library .carry/s36mlean
+  M=$PWD/.carry/s36mlean
+  python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$M/libsamebits.so.xz" "$M/libsamebits.so"
+  export PYTHONPATH=$PWD/python:$PWD/bench
+  SAMEBITS_LIBRARY=$M/libsamebits.so timeout 120 python3 bench/gemm_bits_dump.py dump "$OUT/mbits_lean.json" > "$OUT/mbits.log" 2>&1
+  SAMEBITS_LIBRARY=$M/libsamebits.so SAMEBITS_GEMM_LEAN=0 timeout 120 python3 bench/gemm_bits_dump.py dump "$OUT/mbits_generic.json" >> "$OUT/mbits.log" 2>&1
+  echo "== mma lean bits: $(python3 bench/gemm_bits_dump.py compare "$OUT/mbits_generic.json" "$OUT/mbits_lean.json")"
+  SAMEBITS_LIBRARY=$M/libsamebits.so timeout 150 python3 -m pytest tests/python/test_cuda.py tests/python/test_dense.py -q -p no:cacheprovider \
+    -k "gemm or linear or matmul or bmm or addmm" > "$OUT/mpytest.log" 2>&1
+  echo "== mma lean pytest rc=$? $(tail -1 "$OUT/mpytest.log")"
+  SAMEBITS_LIBRARY=$M/libsamebits.so timeout 120 python3 bench/gemm_cluster_probe.py --configs default,generic --reps 11 --captures 2 \
+    --shapes 1x4096x4096,16x4096x4096,32x4096x4096,1x14336x4096,16x14336x4096,1x4096x14336,16x4096x14336,1x128256x4096 \
+    --out "$OUT/mab.json" > "$OUT/mab.log" 2>&1
+  echo "== mma lean A/B rc=$?"; cat "$OUT/mab.log"
 fi
 cd "$OUT" && tar czf /tmp/all.tgz . && find "$OUT" -mindepth 1 -delete && mv /tmp/all.tgz "$OUT/all.tgz"
