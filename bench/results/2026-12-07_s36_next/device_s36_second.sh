@@ -11,7 +11,7 @@
 set -uo pipefail
 # Run from the repository root: bash bench/results/2026-12-07_s36_next/device_s36_second.sh
 OUT=${OUT:-/tmp/out}
-C=$PWD/.carry/s36dlean
+C=$PWD/${DLEAN:-.carry/s36dlean}
 mkdir -p "$OUT/bits"
 python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$C/libsamebits.so.xz" "$C/libsamebits.so"
 chmod +x "$C/test_attention_decode_sm90"
@@ -24,15 +24,15 @@ grep -h '^\[FAIL\]' "$B"/*.log | head -3
 gzip "$B"/*.log
 SAMEBITS_LIBRARY=$C/libsamebits.so PYTHONPATH=$PWD/python timeout 100 python3 -m pytest tests/python/test_cuda.py -q -p no:cacheprovider -k "decode or kvcache" > "$OUT/pytest_decode.log" 2>&1
 echo "== pytest decode rc=$? $(tail -1 "$OUT/pytest_decode.log")"
-LIBS="main=.carry/s35e lean=.carry/s36dlean${WITH_OFF:+ off=.carry/s36dlean:SAMEBITS_DECODE_LEAN=0}" ROUNDS=2 CARRY=.carry/s36dlean \
+LIBS="main=.carry/s35e lean=${DLEAN:-.carry/s36dlean}${WITH_OFF:+ off=${DLEAN:-.carry/s36dlean}:SAMEBITS_DECODE_LEAN=0}" ROUNDS=2 CARRY=${DLEAN:-.carry/s36dlean} \
   SHAPES=1x4096,2x2048,4x1024,1x8192,1x16384,8x2048 OUT=$OUT/dec bash bench/device_s34_ab.sh 2>&1 | grep -E "^==|^\| "
 if [ -n "${WITH_TABLE:-}" ]; then
 export PYTHONPATH=$PWD/python:$PWD/bench
-python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" .carry/s36lean/libsamebits.so.xz .carry/s36lean/libsamebits.so
+python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" ${TLIB:-.carry/s36lean}/libsamebits.so.xz ${TLIB:-.carry/s36lean}/libsamebits.so
 MS="1 16 64 128 192 256 384 512 640 768 896 1024 1152 1280 1536 1792 2048 4096 16384"
 SH=""
 for nk in 4096x4096 14336x4096 4096x14336 128256x4096; do for m in $MS; do SH="$SH${SH:+,}${m}x$nk"; done; done
-SAMEBITS_LIBRARY=$PWD/.carry/s36lean/libsamebits.so timeout 200 python3 bench/gemm_cluster_probe.py --configs default --shapes "$SH" \
+SAMEBITS_LIBRARY=$PWD/${TLIB:-.carry/s36lean}/libsamebits.so timeout 200 python3 bench/gemm_cluster_probe.py --configs default --shapes "$SH" \
   --reps 11 --captures 2 --out "$OUT/table_2.json" > "$OUT/table_2.log" 2>&1
 echo "== table rc=$?"
 python3 - "$OUT/table_2.json" <<'PY'
@@ -45,7 +45,7 @@ fi
 if [ -n "${WITH_MMA_LEAN:-}" ]; then
   # gemm_mma_lean.patch (the mma.sync entries' lean kernels; apply it to the
   # tree before the call, its tests are in it), library .carry/s36mlean
-  M=$PWD/.carry/s36mlean
+  M=$PWD/${MLEAN:-.carry/s36mlean}
   python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$M/libsamebits.so.xz" "$M/libsamebits.so"
   export PYTHONPATH=$PWD/python:$PWD/bench
   SAMEBITS_LIBRARY=$M/libsamebits.so timeout 120 python3 bench/gemm_bits_dump.py dump "$OUT/mbits_lean.json" > "$OUT/mbits.log" 2>&1
