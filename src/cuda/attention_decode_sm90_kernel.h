@@ -388,14 +388,14 @@ struct DecodeProducer {
     // The block ending past lk by TMA too (keys < Bn): its consumer zeroes
     // V's rows past lk before P V.
     const int keys = min(Cfg::kBlockN, w.lk - k0);
-    if (p.use_tma) {
+    if (Cfg::kLean || p.use_tma) {
       mbar_wait(smem.k_empty(s), parity ^ 1);
       load_block_tma(p, &p.tma_k, smem.k(s), smem.k_full(s), w.b, w.hk, k0, it, wp, lane, keys);
       if (lane == 0 && it < 16) SB_DECODE_TRACE(64 + it);
       mbar_wait(smem.v_empty(s), parity ^ 1);
       load_block_tma(p, &p.tma_v, smem.v(s), smem.v_full(s), w.b, w.hk, k0, it, wp, lane, keys);
       if (lane == 0 && it < 16) SB_DECODE_TRACE(80 + it);
-    } else {
+    } else if constexpr (!Cfg::kLean) {
       // K's and V's copies in flight together; each is signalled once its
       // own group has landed.
       mbar_wait(smem.k_empty(s), parity ^ 1);

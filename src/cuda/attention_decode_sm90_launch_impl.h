@@ -17,9 +17,21 @@
 
 namespace samebits::cuda::sm90 {
 
+// Whether pass 1 may run the split kernel's lean twin (DecodeConfig::kLean).
+// SAMEBITS_DECODE_LEAN=0: never (measurement; the same bits either way;
+// read on every call).
+inline bool decode_lean() {
+  const char* env = std::getenv("SAMEBITS_DECODE_LEAN");
+  return env == nullptr || env[0] != '0';
+}
+
 // Pass 1 of one schedule (DecodeConfig<D, dtype, variant>).
 template <class Cfg>
 sb_status launch_split(const AttentionDecodeParams& params, cudaStream_t stream) {
+  if constexpr (!Cfg::kLean) {  // the lean twin where the call allows (DecodeConfig::kLean)
+    if (params.use_tma && !params.has_softcap && decode_lean())
+      return launch_split<typename DecodeLeanOf<Cfg>::type>(params, stream);
+  }
   auto split_kernel = attention_decode_split_sm90_kernel<Cfg>;
   // Two CTAs per SM need the whole carveout as shared memory (a hint the
   // driver may otherwise resolve toward more L1, which a TMA stream does not

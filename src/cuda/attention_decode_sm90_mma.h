@@ -200,7 +200,7 @@ struct DecodeMmaConsumer {
   __device__ static void logits_mask_max(float (&sc)[kSC][4], float (&mx)[2], const ScoreMod& score,
                                          const Visibility& vis, const DecodeWork& w, const int (&lo)[2],
                                          const int (&hi)[2], int k0, int warp, int q4) {
-    if (score.softcap) {
+    if (!Cfg::kLean && score.softcap) {
 #pragma unroll
       for (int c = 0; c < kSC; ++c)
 #pragma unroll

@@ -168,7 +168,7 @@ struct DecodeWorkspace {
 // exactly what they mean in FwdConfig, so Consumer<DecodeConfig> runs the
 // forward's own S = Q K^T, softmax step and P V (attention_fwd_sm90_mainloop.h).
 template <int kHeadDim_, bool kBf16_, int kVariant_ = kDecodeMain, bool kMma_ = false, bool kFold_ = false,
-          bool kWalk_ = false>
+          bool kWalk_ = false, bool kLean_ = false>
 struct DecodeConfig {
   static constexpr int kHeadDim = kHeadDim_;
   static constexpr bool kBf16 = kBf16_;
@@ -222,6 +222,13 @@ struct DecodeConfig {
   // no combine launch. Grid (Hk, tiles, batch), KV head fastest. The mma
   // consumer only ("Every split in one CTA", docs/decode_design.md).
   static constexpr bool kWalk = kWalk_;
+  // FREE. The split kernel of a call whose blocks all come by TMA and which
+  // has no softcap (launch_split picks it per call): the hand loads and the
+  // mma consumer's softcap form are not compiled in. The same functions run
+  // the same operations, so the same bits; what it saves is code a call
+  // never runs (~5,700 -> ~3,000 instructions at d 128), which a call
+  // fetches cold when another kernel ran before it.
+  static constexpr bool kLean = kLean_;
   static_assert(!kWalk || (kMma && !kFold), "the walk runs with the mma consumer, without the cluster fold");
   // Arrivals that release a K or V stage: one per consumer warp after its
   // wgmma wait, or (kMma) every consumer thread after its ldmatrix reads.
@@ -260,6 +267,14 @@ struct DecodeConfig {
   static_assert(kSmemBytes <= 227 * 1024, "shared memory over the sm90 limit");
   // sm90: 228 KiB of shared memory per SM, 1 KiB of it reserved per CTA.
   static_assert(kCtasPerSm * (kSmemBytes + 1024) <= 228 * 1024, "CTAs per SM do not fit shared memory");
+};
+
+// The lean twin of a decode configuration (DecodeConfig::kLean).
+template <class Cfg>
+struct DecodeLeanOf;
+template <int D, bool B, int V, bool M, bool F, bool W, bool L>
+struct DecodeLeanOf<DecodeConfig<D, B, V, M, F, W, L>> {
+  using type = DecodeConfig<D, B, V, M, F, W, true>;
 };
 
 }  // namespace samebits::cuda::sm90

@@ -582,14 +582,15 @@ def test_gemm_bias_dtypes_give_the_same_bits(tile, monkeypatch):
     assert torch.equal(y[:, keep], ref[:, keep])
 
 
-# The lean kernels (each wgmma entry's kernel with only the common call's
+# The lean kernels (each entry's kernel with only the common call's
 # epilogue compiled in: no bias, the output in the operands' dtype, staged
 # where the entry stages) give the generic kernel's bits, on partial row and
 # column blocks, fp16 and bf16, and a batched bmm. SAMEBITS_GEMM_LEAN=require makes a call that
 # cannot run the lean kernel an error, so the comparison cannot pass on the
 # generic kernel twice. Negative control: a changed input row changes that
 # row's output, and only that row's.
-@pytest.mark.parametrize("tile", GEMM_STAGED_TILES + ["64x32", "64x64", "64x96", "64x128", "64x256", "64x128c2"])
+@pytest.mark.parametrize("tile", GEMM_STAGED_TILES + ["64x32", "64x64", "64x96", "64x128", "64x256", "64x128c2", "16x32s",
+                                  "16x64s", "32x64s"])
 def test_gemm_lean_kernel_equals_generic(tile, monkeypatch):
     from samebits import dense as D
 
@@ -614,11 +615,12 @@ def test_gemm_lean_kernel_equals_generic(tile, monkeypatch):
 
 
 # The calls the lean kernel does not take are refused under
-# SAMEBITS_GEMM_LEAN=require (a bias, an mma.sync entry) and
+# SAMEBITS_GEMM_LEAN=require (a bias, a ping-pong entry) and
 # run the generic kernel otherwise; an unknown value is an error.
 def test_gemm_lean_kernel_refused_where_it_cannot_run(monkeypatch):
     from samebits import dense as D
 
+    pp_built = _gemm_research_tile_built("128x128pp", monkeypatch)
     x = torch.randn(8, 64, device="cuda", dtype=torch.bfloat16)
     w = torch.randn(128, 64, device="cuda", dtype=torch.bfloat16)
     bias = torch.randn(128, device="cuda", dtype=torch.bfloat16)
@@ -628,9 +630,10 @@ def test_gemm_lean_kernel_refused_where_it_cannot_run(monkeypatch):
     D.linear(x, w)
     with pytest.raises(ValueError, match="lean kernel"):
         D.linear(x, w, bias)
-    monkeypatch.setenv("SAMEBITS_GEMM_TILE", "16x32s")
-    with pytest.raises(ValueError, match="lean kernel"):
-        D.linear(x, w)
+    if pp_built:  # the ping-pong entries have no lean kernel
+        monkeypatch.setenv("SAMEBITS_GEMM_TILE", "128x128pp")
+        with pytest.raises(ValueError, match="lean kernel"):
+            D.linear(x, w)
     monkeypatch.setenv("SAMEBITS_GEMM_LEAN", "sideways")
     with pytest.raises(ValueError, match="SAMEBITS_GEMM_LEAN"):
         D.linear(x, w)

@@ -198,14 +198,19 @@ __device__ __forceinline__ void store_tile(const GemmTmaParams& p, const float (
 }
 
 // The lean kernels' direct epilogue (entries without kTmaStore): no bias,
-// out dtype TO fixed at compile time; store_tile's code for that case alone.
+// out dtype TO fixed at compile time; store_warp_rows' / store_tile's code
+// for that case alone.
+template <class TO, int BN>
+__device__ __forceinline__ void store_warp_rows_lean(const GemmTmaParams& p, const float (&acc)[BN / 2], int bz,
+                                                     int64_t row0, int64_t col0) {
+  const int l = threadIdx.x % 32;
+  TO* out = static_cast<TO*>(p.out) + int64_t(bz) * p.out_batch_stride;
+  store_warp_rows_body<TO, BN, void>(p, acc, out, nullptr, row0 + l / 4, col0 + (l % 4) * 2);
+}
 template <class TO, int BN>
 __device__ __forceinline__ void store_tile_lean(const GemmTmaParams& p, const float (&acc)[BN / 2], int bz,
                                                 int64_t row0, int64_t col0) {
-  const int l = threadIdx.x % 32;
-  TO* out = static_cast<TO*>(p.out) + int64_t(bz) * p.out_batch_stride;
-  store_warp_rows_body<TO, BN, void>(p, acc, out, nullptr, row0 + ((threadIdx.x % 128) / 32) * 16 + l / 4,
-                                     col0 + (l % 4) * 2);
+  store_warp_rows_lean<TO, BN>(p, acc, bz, row0 + ((threadIdx.x % 128) / 32) * 16, col0);
 }
 
 // ---- the staged epilogue (TileConfig::kTmaStore; p.out_tma) ----------------

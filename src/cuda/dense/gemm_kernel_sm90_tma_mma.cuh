@@ -17,7 +17,9 @@ namespace samebits::cuda::dense::sm90 {
 // Small-M entries (Cfg::kMmaSync, gemm_tile_configs.h): warp 0 is the TMA
 // producer (lane 0, the same produce_tile and ring), warps 1 .. kWarpsN the
 // mma.sync consumers (consume_tile_mma), each storing its m16 fragments.
-template <class Cfg, bool kF16>
+// kLean: only the epilogue of a call without a bias whose output is in the
+// operands' dtype compiled in (as the wgmma entries' lean kernels).
+template <class Cfg, bool kF16, bool kLean = false>
 __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_mma_kernel(const __grid_constant__ GemmTmaParams p) {
   extern __shared__ uint8_t smem_raw[];
   const SmemRing<Cfg> ring = SmemRing<Cfg>::carve(smem_raw);
@@ -43,9 +45,13 @@ __global__ void __launch_bounds__(Cfg::kThreads, Cfg::kCtasPerSm) gemm_tma_mma_k
       const TileCoord c = tile_coord(p, t);
       consume_tile_mma<Cfg, kF16>(p, ring, it, wn, acc);
 #pragma unroll
-      for (int mb = 0; mb < Cfg::kMBlocks; ++mb)
-        store_warp_rows<Cfg::WN>(p, acc[mb], c.bz, tile_row0<Cfg>(p, c.mt) + mb * 16,
-                                 tile_col0<Cfg>(p, c.nt) + wn * Cfg::WN);
+      for (int mb = 0; mb < Cfg::kMBlocks; ++mb) {
+        const int64_t row0 = tile_row0<Cfg>(p, c.mt) + mb * 16, col0 = tile_col0<Cfg>(p, c.nt) + wn * Cfg::WN;
+        if constexpr (kLean)
+          store_warp_rows_lean<std::conditional_t<kF16, __half, __nv_bfloat16>, Cfg::WN>(p, acc[mb], c.bz, row0, col0);
+        else
+          store_warp_rows<Cfg::WN>(p, acc[mb], c.bz, row0, col0);
+      }
     }
   }
 }

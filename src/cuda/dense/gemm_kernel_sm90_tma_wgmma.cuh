@@ -259,7 +259,8 @@ cudaError_t launch_gemm_grid(const GemmTmaParams& p, int device, int sms, cudaSt
 template <class Cfg, bool kF16>
 cudaError_t launch_gemm_tma_wgmma(const GemmTmaParams& p, int device, int sms, cudaStream_t stream) {
   if constexpr (Cfg::kMmaSync) {
-    return launch_gemm_grid<Cfg, gemm_tma_mma_kernel<Cfg, kF16>>(p, device, sms, stream);
+    if (p.lean) return launch_gemm_grid<Cfg, gemm_tma_mma_kernel<Cfg, kF16, true>>(p, device, sms, stream);
+    return launch_gemm_grid<Cfg, gemm_tma_mma_kernel<Cfg, kF16, false>>(p, device, sms, stream);
   } else {
     if constexpr (!Cfg::kPingPong) {
       if (p.lean)

@@ -166,7 +166,7 @@ enum class Epilogue { kAuto, kDirect, kStaged, kStagedRemDirect };
 // gemm_kernel_sm90_tma_wgmma.cuh: only the common call's epilogue compiled
 // in, the same bits). Unset: wherever it applies (no bias, the output in the
 // operands' dtype; an entry with the staged epilogue staged, the remainder
-// columns' map encoded; not the mma.sync or ping-pong entries).
+// columns' map encoded; not the ping-pong entries).
 // SAMEBITS_GEMM_LEAN=0: never (measurements). =require: a call it cannot
 // run is an error (so a check that asks for it cannot pass on the generic
 // kernel). Read on every call; an unknown value is an error.
@@ -244,7 +244,7 @@ TileBoxes tile_boxes(GemmTile t) {
   return visit_gemm_tile(t, [](auto cfg) {
     using Cfg = decltype(cfg);
     return TileBoxes{Cfg::BM, Cfg::kBBoxRows, Cfg::BM * Cfg::kClusterM, Cfg::BN, Cfg::kTmaStore,
-                     Cfg::kTmaStore ? Cfg::WN % kEpiBlock : 0, !Cfg::kMmaSync && !Cfg::kPingPong};
+                     Cfg::kTmaStore ? Cfg::WN % kEpiBlock : 0, !Cfg::kPingPong};
   });
 }
 
