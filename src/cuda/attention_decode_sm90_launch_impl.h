@@ -17,10 +17,15 @@
 
 namespace samebits::cuda::sm90 {
 
-// Whether pass 1 may run the split kernel's lean twin (DecodeConfig::kLean).
+// Whether pass 1 runs its kernel's lean twin (DecodeConfig::kLean): where
+// every block of the call comes by TMA and there is no softcap. The split
+// and fold kernels only: the walk's twin measured ~1 % slower at 16 x 4k
+// and 64 x 4k, the spread's no faster (H100, docs/decode_design.md, "The
+// lean twins").
 // SAMEBITS_DECODE_LEAN=0: never (measurement; the same bits either way;
 // read on every call).
-inline bool decode_lean() {
+inline bool decode_lean(const AttentionDecodeParams& params) {
+  if (!params.use_tma || params.has_softcap) return false;
   const char* env = std::getenv("SAMEBITS_DECODE_LEAN");
   return env == nullptr || env[0] != '0';
 }
@@ -28,9 +33,8 @@ inline bool decode_lean() {
 // Pass 1 of one schedule (DecodeConfig<D, dtype, variant>).
 template <class Cfg>
 sb_status launch_split(const AttentionDecodeParams& params, cudaStream_t stream) {
-  if constexpr (!Cfg::kLean) {  // the lean twin where the call allows (DecodeConfig::kLean)
-    if (params.use_tma && !params.has_softcap && decode_lean())
-      return launch_split<typename DecodeLeanOf<Cfg>::type>(params, stream);
+  if constexpr (!Cfg::kLean) {
+    if (decode_lean(params)) return launch_split<typename DecodeLeanOf<Cfg>::type>(params, stream);
   }
   auto split_kernel = attention_decode_split_sm90_kernel<Cfg>;
   // Two CTAs per SM need the whole carveout as shared memory (a hint the
@@ -169,6 +173,10 @@ constexpr int64_t kFoldMinClusters = 32;
 // which give the same bits.
 template <class Cfg>
 sb_status launch_fold(const AttentionDecodeParams& params, cudaStream_t stream, DecodeMode mode, bool* launched) {
+  if constexpr (!Cfg::kLean) {
+    if (decode_lean(params))
+      return launch_fold<typename DecodeLeanOf<Cfg>::type>(params, stream, mode, launched);
+  }
   *launched = false;
   static_assert(Cfg::kFold && !Cfg::kHeadMajor, "clusters along x are one tile's splits");
   static_assert(kFoldMaxSplits <= 8, "portable clusters (resident_clusters)");

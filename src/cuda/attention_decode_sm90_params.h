@@ -222,12 +222,12 @@ struct DecodeConfig {
   // no combine launch. Grid (Hk, tiles, batch), KV head fastest. The mma
   // consumer only ("Every split in one CTA", docs/decode_design.md).
   static constexpr bool kWalk = kWalk_;
-  // FREE. The split kernel of a call whose blocks all come by TMA and which
-  // has no softcap (launch_split picks it per call): the hand loads and the
-  // mma consumer's softcap form are not compiled in. The same functions run
-  // the same operations, so the same bits; what it saves is code a call
-  // never runs (~5,700 -> ~3,000 instructions at d 128), which a call
-  // fetches cold when another kernel ran before it.
+  // FREE. The split or fold kernel of a call whose blocks all come by TMA
+  // and which has no softcap (launch_split, launch_fold pick it per call):
+  // the hand loads and the mma consumer's softcap form are not compiled in.
+  // The same functions run the same operations, so the same bits; it saves
+  // code a call never runs (~5,600 -> ~3,000 instructions at d 128), which
+  // a call fetches cold when another kernel ran before it.
   static constexpr bool kLean = kLean_;
   static_assert(!kWalk || (kMma && !kFold), "the walk runs with the mma consumer, without the cluster fold");
   // Arrivals that release a K or V stage: one per consumer warp after its
