@@ -3,6 +3,7 @@
 # several libraries and knob settings in turn, ROUNDS rounds (order rotated):
 # LIBS is a list of tag=carry_dir[:ENV=VALUE] entries. With CHECK_CARRY, that
 # library's decode test --quick runs first (and with the pass-1 warm-up off).
+# BD_ARGS: more bench_decode.py arguments (e.g. --head-dim 64, --short 1).
 set -uo pipefail
 CARRY=${CHECK_CARRY:-${CARRY:-.carry/s33final}}
 source bench/device_common.sh
@@ -26,7 +27,7 @@ for r in $(seq 1 "${ROUNDS:-2}"); do
     e=${L[$(( (i + r - 1) % n ))]}
     tag=${e%%=*}; rest=${e#*=}; d=${rest%%:*}; envs=""; [ "$rest" != "$d" ] && envs=${rest#*:}
     env $envs PYTHONPATH=$PWD/python SAMEBITS_LIBRARY=$PWD/$d/libsamebits.so timeout 100 python3 bench/bench_decode.py \
-      --out "$OUT/bd_${tag}_r$r" --graph --captures 2 --reps 15 --no-flex \
+      --out "$OUT/bd_${tag}_r$r" --graph --captures 2 --reps 15 --no-flex ${BD_ARGS:-} \
       --shapes ${SHAPES:-1x4096,2x2048,1x8192,1x16384,1x32768,8x2048,4x1024} > "$OUT/bd_${tag}_r$r.log" 2>&1
     echo "== $tag round $r rc=$?"; grep -E '^\| [0-9]' "$OUT/bd_${tag}_r$r.log"
   done

@@ -4,7 +4,8 @@
 # (device_s37_pair.sh; apply rmsnorm_dw_pair.patch to the tree first);
 # 2) on any GPU, issue 6's 76 GEMM points and bench_decode at issue 5's
 # small and large shapes with main's library (.carry/s37fin) - on an H200
-# these are the first numbers of the lean kernels there. ~8 min.
+# these are the first numbers of the lean kernels there; then head dims 64
+# and 256 and every sequence one key short of a block at six shapes. ~9 min.
 # carry [".carry/s37pair", ".carry/s37fin"]; everything packed into $OUT/all.tgz.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
@@ -28,4 +29,9 @@ PY
 LIBS="main=.carry/s37fin" ROUNDS=1 CARRY=.carry/s37fin OUT=$OUT/dec \
   SHAPES=1x1024,1x2048,1x4096,2x2048,4x1024,1x8192,1x16384,8x2048,1x32768,16x4096,64x4096,1x131072 \
   timeout 150 bash bench/device_s34_ab.sh 2>&1 | grep -E "^==|^\| "
+for a in "--head-dim 64" "--head-dim 256" "--short 1"; do
+  tag=$(echo "$a" | tr -d ' -')
+  LIBS="main=.carry/s37fin" ROUNDS=1 CARRY=.carry/s37fin OUT=$OUT/dec_$tag BD_ARGS="$a" \
+    SHAPES=1x1024,1x4096,2x2048,4x1024,8x2048,1x16384 timeout 60 bash bench/device_s34_ab.sh 2>&1 | grep -E "^==|^\| "
+done
 cd "${OUT%/}" && tar czf /tmp/all.tgz . && find . -mindepth 1 -delete && mv /tmp/all.tgz ./all.tgz
