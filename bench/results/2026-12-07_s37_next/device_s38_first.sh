@@ -33,6 +33,9 @@ for a in "--head-dim 64" "--head-dim 256" "--short 1"; do
   LIBS="main=.carry/s37fin" ROUNDS=1 CARRY=.carry/s37fin OUT=$OUT/dec_$tag BD_ARGS="$a" \
     SHAPES=1x1024,1x4096,2x2048,4x1024,8x2048,1x16384 timeout 60 bash bench/device_s34_ab.sh 2>&1 | grep -E "^==|^\| "
 done
+# the spread schedules at 1-2 x 1k-2k: clusters of 8 (the rule) against 4 (variant 9)
+LIBS="s8=.carry/s37fin s4=.carry/s37fin:SAMEBITS_DECODE_VARIANT=9" ROUNDS=2 CARRY=.carry/s37fin OUT=$OUT/dec_spread \
+  SHAPES=1x1024,1x2048,2x1024 timeout 60 bash bench/device_s34_ab.sh 2>&1 | grep -E "^==|^\| "
 mkdir -p "$OUT/pair"  # last: the longest step, cut at the call's limit
 OUT=$OUT/pair timeout 380 bash bench/results/2026-12-07_s37_next/device_s37_pair.sh 2>&1 | tail -40
 cd "${OUT%/}" && tar czf /tmp/all.tgz . && find . -mindepth 1 -delete && mv /tmp/all.tgz ./all.tgz
