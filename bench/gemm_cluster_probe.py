@@ -46,7 +46,14 @@ ap.add_argument("--lead", action="store_true",
                      "(the first configuration then follows a call of its own kernel; see above)")
 ap.add_argument("--flush", choices=("read", "write"), default="read",
                 help="read: 256 MiB written then 256 MiB read (clean L2); write: the 256 MiB write alone (dirty L2)")
+ap.add_argument("--issue6", action="store_true",
+                help="the 76 points of issue 6 (M = 1 .. 16384 at N x K = 4096x4096, 14336x4096, 4096x14336, "
+                     "128256x4096) instead of --shapes, and a summary of the first configuration against cuBLAS")
 args = ap.parse_args()
+if args.issue6:
+    ISSUE6_M = (1, 16, 64, 128, 192, 256, 384, 512, 640, 768, 896, 1024, 1152, 1280, 1536, 1792, 2048, 4096, 16384)
+    args.shapes = ",".join(f"{m}x{nk}" for nk in ("4096x4096", "14336x4096", "4096x14336", "128256x4096")
+                           for m in ISSUE6_M)
 
 CONFIGS = [
     ("default", {}),
@@ -178,3 +185,8 @@ for sh in args.shapes.split(","):
     del x, w, runs
 json.dump({"device": torch.cuda.get_device_name(), "rows": rows, "fails": fails}, open(args.out, "w"), indent=1)
 print("FAILS:", fails)
+if args.issue6 and rows:
+    first = next(k for k in rows[0]["us"] if k != "cuBLAS")
+    r = sorted((round(x["us"]["cuBLAS"] / x["us"][first], 3), f'{x["M"]}x{x["N"]}x{x["K"]}') for x in rows)
+    print(f"issue 6 ({first} against cuBLAS): points {len(r)}, below 0.95: {[x for x in r if x[0] < 0.95]}, "
+          f"lowest {r[:6]}")
