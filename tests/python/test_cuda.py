@@ -126,7 +126,9 @@ def test_decode_schedules_equal_forward_row(monkeypatch, variant):
     # the forward's row, with one split (pass 1 writes the output) and with
     # three (the combine), from a scattered paged cache whose unused slots
     # are NaN; flipping the sign bit of one element of a visible cached key
-    # changes the output (a last-mantissa-bit change can vanish in bf16)
+    # changes the output (a last-mantissa-bit change can vanish in bf16);
+    # the split and fold kernels' lean twins (the default for a paged cache
+    # by TMA) and the generic kernels (SAMEBITS_DECODE_LEAN=0) alike
     monkeypatch.setenv("SAMEBITS_DECODE_VARIANT", variant)
     page = 64
     for L, t in ((700, 613), (2600, 2399)):
@@ -135,9 +137,13 @@ def test_decode_schedules_equal_forward_row(monkeypatch, variant):
         pages, table, kc, vc = _scattered_cache(k, v, L, t, page)
         lens = torch.tensor([t], dtype=torch.int32, device="cuda")
         new = (k[:, t:t + 1], v[:, t:t + 1])
+        monkeypatch.setenv("SAMEBITS_DECODE_LEAN", "0")
+        generic = _call(samebits.attention_with_kvcache, q[:, t:t + 1], kc, vc, *new, cache_seqlens=lens,
+                        block_table=table, causal=True)
+        monkeypatch.delenv("SAMEBITS_DECODE_LEAN")
         out = _call(samebits.attention_with_kvcache, q[:, t:t + 1], kc, vc, *new, cache_seqlens=lens,
                     block_table=table, causal=True)
-        assert torch.equal(out[0, 0], prefill[0, t])
+        assert torch.equal(out[0, 0], prefill[0, t]) and torch.equal(generic, out)
         kc.view(torch.int16)[table[0, (t // 2) // page].long(), (t // 2) % page, 0, 3] ^= -32768
         flipped = samebits.attention_with_kvcache(q[:, t:t + 1], kc, vc, *new, cache_seqlens=lens,
                                                   block_table=table, causal=True)

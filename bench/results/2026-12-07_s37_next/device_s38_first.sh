@@ -16,6 +16,9 @@ export PYTHONPATH=$PWD/python:$PWD/bench
 SAMEBITS_LIBRARY=$L timeout 150 python3 bench/gemm_cluster_probe.py --configs default --issue6 \
   --reps 11 --captures 2 --out "$OUT/table.json" > "$OUT/table.log" 2>&1
 echo "== GEMM table rc=$? $(tail -1 "$OUT/table.log")"
+SAMEBITS_LIBRARY=$L timeout 100 python3 -m pytest tests/python/test_cuda.py -q -p no:cacheprovider -k "decode or kvcache" \
+  > "$OUT/pytest_decode.log" 2>&1
+echo "== pytest decode (the schedules test checks SAMEBITS_DECODE_LEAN=0 too) rc=$? $(tail -1 "$OUT/pytest_decode.log")"
 LIBS="main=.carry/s37fin" ROUNDS=1 CARRY=.carry/s37fin OUT=$OUT/dec \
   SHAPES=1x1024,1x2048,1x4096,2x2048,4x1024,1x8192,1x16384,8x2048,1x32768,16x4096,64x4096,1x131072 \
   timeout 150 bash bench/device_s34_ab.sh 2>&1 | grep -E "^==|^\| "
