@@ -101,25 +101,34 @@ int decode_variant(const sb_attention_params& p, int tiles_per_seq, int splits, 
   // heads that read the same pages start together; a smaller one keeps
   // main's deep ring, whose bytes in flight per CTA are what a few CTAs
   // need. Measured on an H100 (docs/decode_design.md, "Variants"): 4 is
-  // the fastest from 256 CTAs up, 0 at 128 and below; the overlap of
+  // the fastest from 256 CTAs up, 0 at 128 and below (2026-11-21, before the
+  // mma consumer); the overlap of
   // S = Q K^T with P V (3, 5) was slower than 0 at every shape. A grid of
   // at most kSpreadMaxCtas CTAs with the mma consumer's tiles spreads each
   // split over a cluster of 8 (decode_design.md, "One split on 8 SMs"):
   // on an H100, batch 1 x 1k (8 CTAs) 17.4 -> 11.9 us, while at 32 CTAs
   // (1 x 4k, 4 x 1k) the 256 CTAs of the clusters need two waves (at most
   // 30 clusters of 8 are resident) and it is slower than 0 (24-25 us
-  // against 19-22).
+  // against 19-22). With the mma consumer at d <= 128 two CTAs an SM pay
+  // from 64 CTAs (thirty-eighth session, H100, the lean twins; "Variants"
+  // in decode_design.md): d 128 1 x 8k-16k, 2 x 4k-8k, 4 x 2k-4k,
+  // 8 x 1k 3-6 % faster than main's ring, 16 x 1k 1.4 %, 8 x 2k equal;
+  // at 48-56 CTAs main's ring stays 2-9 % ahead (1 x 6k-7k, 3 x 2k); d 64
+  // the same at 64-128 CTAs (1 x 12k +6 %, 2 x 8k +7 %, 4 x 4k -1.5 %).
+  // The wgmma consumer and d 256 keep 160 (d 256 at 64-128 CTAs: within
+  // 1 % either way).
   constexpr int64_t kSpreadMaxCtas = 16;
+  const int64_t two_per_sm_min = mma && p.head_dim <= 128 ? 64 : 160;
   const int64_t ctas = static_cast<int64_t>(p.batch) * p.num_heads_k * tiles_per_seq * splits;
   const int rule = mma && ctas <= kSpreadMaxCtas ? kDecodeSpread
-                   : ctas >= 160                ? kDecodeTwoPerSmHeadMajor
+                   : ctas >= two_per_sm_min     ? kDecodeTwoPerSmHeadMajor
                                                 : kDecodeMain;
   const char* env = std::getenv("SAMEBITS_DECODE_VARIANT");
   if (env == nullptr || env[0] == '\0' || std::strcmp(env, "auto") == 0) return rule;
   const int v = std::atoi(env);
   if (v == kDecodeSpread || v == kDecodeSpread4)
     return mma ? (v == kDecodeSpread4 && p.head_dim <= 128 ? kDecodeSpread4 : kDecodeSpread)
-               : ctas >= 160 ? kDecodeTwoPerSmHeadMajor : kDecodeMain;
+               : ctas >= two_per_sm_min ? kDecodeTwoPerSmHeadMajor : kDecodeMain;
   return v == kDecodeTwoPerSmHeadMajor ? kDecodeTwoPerSmHeadMajor : kDecodeMain;
 }
 
