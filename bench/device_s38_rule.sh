@@ -5,7 +5,7 @@
 # Bits: the decode suite under the new rule, --quick with every variant,
 # pytest's decode tests; then bench_decode --graph at the shapes the rule
 # moves (64-159 CTAs) and at controls it leaves (32-56 and >= 160 CTAs),
-# d 128 and d 64, two rounds rotated. ~4 min. carry [".carry/s38rule", ".carry/s37fin"].
+# d 128 and d 64, two rounds rotated. then the spread forced at 24 CTAs. ~5 min. carry [".carry/s38rule", ".carry/s37fin"].
 set -uo pipefail
 export CARRY=.carry/s38rule
 source bench/device_common.sh
@@ -24,4 +24,7 @@ LIBS="main=.carry/s37fin new=.carry/s38rule" ROUNDS=2 CARRY=.carry/s38rule OUT=$
   timeout 200 bash bench/device_s34_ab.sh 2>&1 | grep -E "^==|^\| "
 LIBS="main=.carry/s37fin new=.carry/s38rule" ROUNDS=2 CARRY=.carry/s38rule OUT=$OUT/d64 BD_ARGS="--head-dim 64" \
   SHAPES=1x8192,1x16384,2x8192,4x4096,16x1024,2x2048 timeout 120 bash bench/device_s34_ab.sh 2>&1 | grep -E "^==|^\| "
+# the spread's bound (16 CTAs): at 24 CTAs (1 x 3k, 3 x 1k) its 24 clusters of 8 are all resident
+LIBS="new=.carry/s38rule v8=.carry/s38rule:SAMEBITS_DECODE_VARIANT=8" ROUNDS=2 CARRY=.carry/s38rule OUT=$OUT/spread24 \
+  SHAPES=1x3072,3x1024,1x2048 timeout 60 bash bench/device_s34_ab.sh 2>&1 | grep -E "^==|^\| "
 cd "${OUT%/}" && tar czf /tmp/all.tgz --exclude '*.so' . && find . -mindepth 1 -delete && mv /tmp/all.tgz ./all.tgz
