@@ -32,6 +32,7 @@ for r in $(seq 1 "${ROUNDS:-2}"); do
     echo "== $tag round $r rc=$?"; grep -E '^\| [0-9]' "$OUT/bd_${tag}_r$r.log"
   done
 done
+python3 bench/ab_summary.py "$OUT" > "$OUT/ab_summary.txt" 2>&1; sed "s/^/== ab /" "$OUT/ab_summary.txt"
 printf '%s\n' "${sum[@]}" > "$OUT/summary.txt"
 cd "$OUT" && tar czf logs.tgz --exclude logs.tgz --exclude summary.txt . 
 find "$OUT" -maxdepth 1 -type f -name '*.log' -delete
