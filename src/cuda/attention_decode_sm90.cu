@@ -100,10 +100,10 @@ int decode_variant(const sb_attention_params& p, int tiles_per_seq, int splits, 
   // so that one CTA's start and end overlap the other's stream and the
   // heads that read the same pages start together; a smaller one keeps
   // main's deep ring, whose bytes in flight per CTA are what a few CTAs
-  // need. Measured on an H100 (docs/decode_design.md, "Variants"): 4 is
-  // the fastest from 256 CTAs up, 0 at 128 and below (2026-11-21, before the
-  // mma consumer); the overlap of
-  // S = Q K^T with P V (3, 5) was slower than 0 at every shape. A grid of
+  // need. Measured on an H100 (docs/decode_design.md, "Variants";
+  // 2026-11-21, before the mma consumer): 4 the fastest from 256 CTAs up,
+  // 0 at 128 and below; the overlap of S = Q K^T with P V (3, 5) slower
+  // than 0 at every shape. A grid of
   // at most kSpreadMaxCtas CTAs with the mma consumer's tiles spreads each
   // split over a cluster of 8 (decode_design.md, "One split on 8 SMs"):
   // on an H100, batch 1 x 1k (8 CTAs) 17.4 -> 11.9 us, while at 32 CTAs
