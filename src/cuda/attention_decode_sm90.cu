@@ -115,10 +115,14 @@ int decode_variant(const sb_attention_params& p, int tiles_per_seq, int splits, 
   // 8 x 1k 3-6 % faster than main's ring, 16 x 1k 1.4 %, 8 x 2k equal;
   // at 48-56 CTAs main's ring stays 2-9 % ahead (1 x 6k-7k, 3 x 2k); d 64
   // the same at 64-128 CTAs (1 x 12k +6 %, 2 x 8k +7 %, 4 x 4k -1.5 %).
-  // The wgmma consumer and d 256 keep 160 (d 256 at 64-128 CTAs: within
-  // 1 % either way).
+  // On an H200 (thirty-ninth session) the 64-CTA shapes went the other
+  // way (1 x 8k, 4 x 2k, 8 x 1k 9-11 % slower than main's ring) while
+  // 96-128 CTAs kept 3-4 % (1 x 12k, 1 x 16k, 2 x 8k), so the bound is
+  // 96: the shapes both cards gain at. The wgmma consumer and d 256 keep
+  // 160 (wgmma at 32-128 CTAs on an H200: schedule 4 0.5-6 % slower;
+  // d 256 at 64-128 CTAs on an H100: within 1 % either way).
   constexpr int64_t kSpreadMaxCtas = 16;
-  const int64_t two_per_sm_min = mma && p.head_dim <= 128 ? 64 : 160;
+  const int64_t two_per_sm_min = mma && p.head_dim <= 128 ? 96 : 160;
   const int64_t ctas = static_cast<int64_t>(p.batch) * p.num_heads_k * tiles_per_seq * splits;
   const int rule = mma && ctas <= kSpreadMaxCtas ? kDecodeSpread
                    : ctas >= two_per_sm_min     ? kDecodeTwoPerSmHeadMajor
