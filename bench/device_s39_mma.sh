@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# One device call (thirty-ninth session): main's library with 1) the decode
+# rule's two-CTAs-an-SM bound at 96 pass-1 CTAs (was 64; the H200 lost
+# 9-11 % at 64) and 2) the small-M GEMM entries' mma.sync consumer
+# software-pipelined by one k tile (the same mma's in the same order),
+# .carry/s39mma, beside the previous library (.carry/s38rule). Bits: the
+# decode suite and --quick with every variant, pytest's decode, GEMM and
+# dense tests; speed: the GEMM at M = 1, 16, 32 of issue 6's (N, K) against
+# cuBLAS, default and both small entries forced, old and new library in
+# turn (two rounds); bench_decode at 64-128 CTAs, old against new. ~4 min.
+# carry [".carry/s39mma", ".carry/s38rule"]; packs $OUT/all.tgz.
+set -uo pipefail
+export CARRY=.carry/s39mma
+source bench/device_common.sh
+O=$PWD/.carry/s38rule
+python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$O/libsamebits.so.xz" "$O/libsamebits.so"
+T="$C/test_attention_decode_sm90"
+chmod +x "$T"
+LD_LIBRARY_PATH=$C timeout 150 "$T" > "$OUT/suite.log" 2>&1
+echo "== decode suite rc=$? $(count "$OUT/suite.log")"
+LD_LIBRARY_PATH=$C timeout 100 "$T" --quick --variants auto,0,4,8 > "$OUT/quick_variants.log" 2>&1
+echo "== --quick --variants auto,0,4,8 rc=$? $(count "$OUT/quick_variants.log")"
+grep -h '^\[FAIL\]' "$OUT"/*.log | head -5
+gzip "$OUT"/suite.log "$OUT"/quick_variants.log
+export PYTHONPATH=$PWD/python:$PWD/bench
+SAMEBITS_LIBRARY=$C/libsamebits.so timeout 200 python3 -m pytest tests/python/test_cuda.py tests/python/test_dense.py \
+  tests/python/test_invariance.py -q -p no:cacheprovider -k "decode or kvcache or gemm or dense or linear or mm or invariant" \
+  > "$OUT/pytest.log" 2>&1
+echo "== pytest rc=$? $(tail -1 "$OUT/pytest.log")"
+S=1x4096x4096,16x4096x4096,32x4096x4096,1x14336x4096,16x14336x4096,32x14336x4096,1x4096x14336,16x4096x14336,32x4096x14336,1x128256x4096,16x128256x4096
+for r in 1 2; do
+  for v in old new; do
+    L=$([ $v = old ] && echo "$O" || echo "$C")/libsamebits.so
+    SAMEBITS_LIBRARY=$L timeout 120 python3 bench/gemm_cluster_probe.py --configs default --tiles 16x32s,16x64s \
+      --shapes $S --reps 11 --captures 2 --out "$OUT/gemm_${v}_$r.json" > "$OUT/gemm_${v}_$r.log" 2>&1
+    echo "== gemm $v round $r rc=$? $(grep FAILS "$OUT/gemm_${v}_$r.log")"
+  done
+done
+python3 - "$OUT" <<'PY'
+import json, sys, glob, statistics as st
+out = sys.argv[1]
+res = {}
+for f in sorted(glob.glob(f"{out}/gemm_*_*.json")):
+    v = f.split("/")[-1].split("_")[1]
+    for r in json.load(open(f))["rows"]:
+        key = f"{r['M']}x{r['N']}x{r['K']}"
+        for c, us in r["us"].items():
+            res.setdefault(key, {}).setdefault((v, c), []).append(us)
+for key, d in res.items():
+    cub = st.median([u for (v, c), l in d.items() if c == "cuBLAS" for u in l])
+    parts = [f"{v}:{c} {min(l):.2f}-{max(l):.2f} ({cub / st.median(l):.3f}x)" for (v, c), l in sorted(d.items()) if c != "cuBLAS"]
+    print(f"== gemm {key}: cuBLAS {cub:.2f} | " + " | ".join(parts))
+PY
+LIBS="old=.carry/s38rule new=.carry/s39mma" ROUNDS=2 CARRY=.carry/s39mma OUT=$OUT/dec \
+  SHAPES=1x8192,4x2048,8x1024,1x12288,2x8192,16x1024 timeout 100 bash bench/device_s34_ab.sh 2>&1 | grep -E "^== ab"
+cd "${OUT%/}" && tar czf /tmp/all.tgz --exclude '*.so' . && find . -mindepth 1 -delete && mv /tmp/all.tgz ./all.tgz
