@@ -6,8 +6,7 @@
 # .carry/s39mma, beside the previous library (.carry/s38rule). Bits: the
 # decode suite --quick with every variant, pytest's decode, GEMM and
 # dense tests; speed: the GEMM at M = 1, 16, 32 of issue 6's (N, K) against
-# cuBLAS, default and the small entries forced (16x112s: the new
-# library only), old and new library in
+# cuBLAS, default and both small entries forced, old and new library in
 # turn (two rounds); bench_decode at 64-128 CTAs, old against new. ~4 min.
 # carry [".carry/s39mma", ".carry/s38rule"]; packs $OUT/all.tgz.
 set -uo pipefail
@@ -30,7 +29,7 @@ S=1x4096x4096,16x4096x4096,32x4096x4096,1x14336x4096,16x14336x4096,32x14336x4096
 for r in 1 2; do
   for v in old new; do
     L=$([ $v = old ] && echo "$O" || echo "$C")/libsamebits.so
-    SAMEBITS_LIBRARY=$L timeout 120 python3 bench/gemm_cluster_probe.py --configs default --tiles 16x32s,16x64s,16x112s \
+    SAMEBITS_LIBRARY=$L timeout 120 python3 bench/gemm_cluster_probe.py --configs default --tiles 16x32s,16x64s \
       --shapes $S --reps 11 --captures 2 --out "$OUT/gemm_${v}_$r.json" > "$OUT/gemm_${v}_$r.log" 2>&1
     echo "== gemm $v round $r rc=$? $(grep FAILS "$OUT/gemm_${v}_$r.log")"
   done

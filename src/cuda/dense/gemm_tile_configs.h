@@ -261,7 +261,7 @@ struct MmaTileConfig {
 enum class GemmTile : int {
   T64x32 = 0, T64x64, T64x128, T64x256, T128x128, T128x256, T64x128c2, T128x256m2, T128x128m2, T128x128pp,
   T128x128ppm2, T16x32s, T16x64s, T32x64s, T192x128, T128x224, T128x192, T128x160, T192x192, T256x160, T128x96,
-  T192x192w3, T192x128w3, T128x168, T64x96, T16x112s, kCount
+  T192x192w3, T192x128w3, T128x168, T64x96, kCount
 };
 
 constexpr bool kStaged = true;  // TileConfig's kTmaStore
@@ -299,9 +299,6 @@ using Cfg64x96 = TileConfig<1, 1, 96, 8>;
 using Cfg16x32s = MmaTileConfig<1, 2, 2, 32>;
 using Cfg16x64s = MmaTileConfig<1, 4, 2, 24>;
 using Cfg32x64s = MmaTileConfig<2, 4, 2, 20>;
-// 7 consumer warps x 16 columns: N = 14336 in 128 CTAs, one round on 132
-// SMs (16x64s: 224, 1.7 rounds); 13 stages of 16 KiB.
-using Cfg16x112s = MmaTileConfig<1, 7, 2, 16>;
 
 // The measurement entries: forced only (SAMEBITS_GEMM_TILE), never chosen
 // by pick_gemm_tile, kept to compare against (cluster and ping-pong
@@ -342,7 +339,6 @@ inline const char* gemm_tile_name(GemmTile t) {
     case GemmTile::T128x128ppm2: return "128x128ppm2";
     case GemmTile::T16x32s: return "16x32s";
     case GemmTile::T16x64s: return "16x64s";
-    case GemmTile::T16x112s: return "16x112s";
     case GemmTile::T32x64s: return "32x64s";
     case GemmTile::T192x128: return "192x128";
     case GemmTile::T128x224: return "128x224";
@@ -376,7 +372,6 @@ decltype(auto) visit_gemm_tile(GemmTile t, F&& f) {
     case GemmTile::T128x128ppm2: return f(Cfg128x128ppm2{});
     case GemmTile::T16x32s: return f(Cfg16x32s{});
     case GemmTile::T16x64s: return f(Cfg16x64s{});
-    case GemmTile::T16x112s: return f(Cfg16x112s{});
     case GemmTile::T32x64s: return f(Cfg32x64s{});
     case GemmTile::T192x128: return f(Cfg192x128{});
     case GemmTile::T128x224: return f(Cfg128x224{});
