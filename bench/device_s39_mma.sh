@@ -29,7 +29,7 @@ S=1x4096x4096,16x4096x4096,32x4096x4096,1x14336x4096,16x14336x4096,32x14336x4096
 for r in 1 2; do
   for v in old new; do
     L=$([ $v = old ] && echo "$O" || echo "$C")/libsamebits.so
-    SAMEBITS_LIBRARY=$L timeout 120 python3 bench/gemm_cluster_probe.py --configs default --tiles 16x32s,16x64s \
+    SAMEBITS_LIBRARY=$L timeout 120 python3 bench/gemm_cluster_probe.py --configs default --tiles 16x32s,16x64s,16x112s \
       --shapes $S --reps 11 --captures 2 --out "$OUT/gemm_${v}_$r.json" > "$OUT/gemm_${v}_$r.log" 2>&1
     echo "== gemm $v round $r rc=$? $(grep FAILS "$OUT/gemm_${v}_$r.log")"
   done
@@ -49,6 +49,10 @@ for key, d in res.items():
     parts = [f"{v}:{c} {min(l):.2f}-{max(l):.2f} ({cub / st.median(l):.3f}x)" for (v, c), l in sorted(d.items()) if c != "cuBLAS"]
     print(f"== gemm {key}: cuBLAS {cub:.2f} | " + " | ".join(parts))
 PY
+# the sixth H200 point below 0.95x (192 x 14336 x 4096, 192x128w3: 0.942) and its neighbour at 128 rows, other entries forced
+SAMEBITS_LIBRARY=$C/libsamebits.so timeout 60 python3 bench/gemm_cluster_probe.py --configs default \
+  --tiles 192x128w3,128x128,128x160,128x224,64x128c2,192x192w3 --shapes 128x14336x4096,192x14336x4096 --reps 11 --captures 2 \
+  --out "$OUT/gemm_mid.json" 2>&1 | grep -v "^FAILS: \[\]" | sed 's/^/== mid /'
 LIBS="old=.carry/s38rule new=.carry/s39mma" ROUNDS=1 CARRY=.carry/s39mma OUT=$OUT/dec \
   SHAPES=1x8192,4x2048,8x1024,1x12288 timeout 60 bash bench/device_s34_ab.sh 2>&1 | grep -E "^== ab"
 cd "${OUT%/}" && tar czf /tmp/all.tgz --exclude '*.so' . && find . -mindepth 1 -delete && mv /tmp/all.tgz ./all.tgz
