@@ -6,10 +6,12 @@
 # 2) issue 6's 76 GEMM points against cuBLAS; 3) bench_decode --graph at
 # issue 5's shapes, d 128, then d 64; 4) the rule's large-shape choices
 # checked on this GPU: the walk off (SAMEBITS_DECODE_WALK=0) and variant 0
-# forced beside the rule. ~7 min. carry [".carry/s37fin"]; packs $OUT/all.tgz.
+# forced beside the rule. ~7 min. carry [".carry/s37fin"] (or CARRY=<dir>
+# and that carry); packs $OUT/all.tgz.
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
-C=$PWD/.carry/s37fin
+K=${CARRY:-.carry/s37fin}  # one library for every step (CARRY=<dir> to measure another)
+C=$PWD/$K
 L=$C/libsamebits.so
 python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$L.xz" "$L"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv,noheader | tee "$OUT/gpu.txt"
@@ -20,12 +22,12 @@ export PYTHONPATH=$PWD/python:$PWD/bench
 SAMEBITS_LIBRARY=$L timeout 170 python3 bench/gemm_cluster_probe.py --configs default --issue6 \
   --reps 11 --captures 2 --out "$OUT/table.json" > "$OUT/table.log" 2>&1
 echo "== GEMM table rc=$? $(tail -1 "$OUT/table.log")"
-LIBS="main=.carry/s37fin" ROUNDS=1 CARRY=.carry/s37fin OUT=$OUT/dec \
+LIBS="main=$K" ROUNDS=1 CARRY=$K OUT=$OUT/dec \
   SHAPES=1x1024,1x2048,1x4096,2x2048,4x1024,1x8192,1x16384,8x2048,1x32768,16x4096,64x4096,1x131072 \
   timeout 120 bash bench/device_s34_ab.sh 2>&1 | grep -E "^==|^\| "
-LIBS="main=.carry/s37fin" ROUNDS=1 CARRY=.carry/s37fin OUT=$OUT/dec_d64 BD_ARGS="--head-dim 64" \
+LIBS="main=$K" ROUNDS=1 CARRY=$K OUT=$OUT/dec_d64 BD_ARGS="--head-dim 64" \
   SHAPES=1x1024,1x4096,2x2048,4x1024,8x2048,1x16384 timeout 60 bash bench/device_s34_ab.sh 2>&1 | grep -E "^==|^\| "
-LIBS="rule=.carry/s37fin nowalk=.carry/s37fin:SAMEBITS_DECODE_WALK=0 v0=.carry/s37fin:SAMEBITS_DECODE_VARIANT=0" \
-  ROUNDS=1 CARRY=.carry/s37fin OUT=$OUT/dec_rule SHAPES=16x4096,64x4096,256x4096,4x32768 \
+LIBS="rule=$K nowalk=$K:SAMEBITS_DECODE_WALK=0 v0=$K:SAMEBITS_DECODE_VARIANT=0" \
+  ROUNDS=1 CARRY=$K OUT=$OUT/dec_rule SHAPES=16x4096,64x4096,256x4096,4x32768 \
   timeout 100 bash bench/device_s34_ab.sh 2>&1 | grep -E "^==|^\| "
 cd "${OUT%/}" && tar czf /tmp/all.tgz --exclude '*.so' . && find . -mindepth 1 -delete && mv /tmp/all.tgz ./all.tgz

@@ -3,11 +3,15 @@
 # rule's two-CTAs-an-SM bound at 96 pass-1 CTAs (was 64; the H200 lost
 # 9-11 % at 64) and 2) the small-M GEMM entries' mma.sync consumer
 # software-pipelined by one k tile (the same mma's in the same order),
-# .carry/s39mma, beside the previous library (.carry/s38rule). Bits: the
-# decode suite --quick with every variant, pytest's decode, GEMM and
-# dense tests; speed: the GEMM at M = 1, 16, 32 of issue 6's (N, K) against
-# cuBLAS, default and both small entries forced, old and new library in
-# turn (two rounds); bench_decode at 64-128 CTAs, old against new. ~4 min.
+# and 3) a 16x112s entry (forced only), .carry/s39mma (main at 32b404f with
+# bench/results/2026-12-07_s39_next/'s two GEMM patches, which the tree
+# needs applied: the pytest run names 16x112s), beside the previous library
+# (.carry/s38rule). Bits: the decode suite --quick with every variant,
+# pytest's decode, GEMM and batch-invariance tests; speed: the GEMM at
+# M = 1, 16, 32 of issue 6's (N, K) against cuBLAS, default and the small
+# entries forced, old and new library in turn (two rounds); the wgmma
+# entries forced at 128 and 192 x 14336 x 4096; bench_decode at 64 and 96
+# CTAs, old against new (one round). ~3 min.
 # carry [".carry/s39mma", ".carry/s38rule"]; packs $OUT/all.tgz.
 set -uo pipefail
 export CARRY=.carry/s39mma
