@@ -49,7 +49,7 @@ RESULTS: dict = {"invariance": {}, "hash": {}, "accuracy": {}, "mode": {}, "gemm
 # SAMEBITS_GEMM_TILE (read by the library on every call).
 GEMM_TILES = ["64x32", "64x64", "64x128", "64x256", "128x128", "128x256", "64x128c2", "128x256m2", "128x128m2",
               "128x128pp", "128x128ppm2", "16x32s", "16x64s", "32x64s", "192x128", "128x224", "128x192", "128x160",
-              "192x192", "256x160", "128x96", "192x192w3", "192x128w3", "128x168", "64x96"]
+              "192x192", "256x160", "128x96", "192x192w3", "192x128w3", "128x168", "64x96", "16x112s"]
 
 
 FAILS: list[str] = []

@@ -26,7 +26,7 @@ from bench_util import forced_tile  # noqa: E402
 
 TILES = [None, "128x256", "128x256m2", "128x128", "128x128m2", "128x128pp", "128x128ppm2", "192x128", "64x128",
          "64x128c2", "64x256", "64x64", "64x32", "16x32s", "16x64s", "32x64s", "128x224", "128x192", "128x160",
-         "128x96", "192x192", "256x160", "192x192w3", "192x128w3", "128x168", "64x96"]
+         "128x96", "192x192", "256x160", "192x192w3", "192x128w3", "128x168", "64x96", "16x112s"]
 # partial last m and n tiles of every size class, N a multiple of 8 and not
 # (the last tile moves back only where N % 8 == 0), M below one tile
 SHAPES = [(1, 4096, 4096), (77, 1000, 520), (513, 4096, 4096), (2048, 14336, 4096), (4096, 4096, 14336),

@@ -10,7 +10,7 @@
 # compile time (gemm_tile_configs.h, kGemmResearchCfg).
 option(SAMEBITS_GEMM_RESEARCH_TILES "sm90 GEMM: also the measurement-only tile entries (SAMEBITS_GEMM_TILE)" OFF)
 set(samebits_gemm_tiles 64x32 64x64 64x128 128x128 128x256 64x128c2 16x32s 16x64s 128x224 128x192 128x160
-    256x160 128x96 192x192w3 192x128w3 128x168 64x96)
+    256x160 128x96 192x192w3 192x128w3 128x168 64x96 16x112s)
 set(samebits_gemm_research_tiles 64x256 128x256m2 128x128m2 128x128pp 128x128ppm2 32x64s 192x128 192x192)
 if(SAMEBITS_GEMM_RESEARCH_TILES)
   list(APPEND samebits_gemm_tiles ${samebits_gemm_research_tiles})

@@ -56,7 +56,9 @@ int main() {
                          {80, 11008, GemmTile::T64x64},    {256, 6144, GemmTile::T128x96},
                          {192, 11008, GemmTile::T128x168}, {384, 14336, GemmTile::T128x168},
                          {192, 4096, GemmTile::T64x96},    {128, 4096, GemmTile::T64x64},
-                         {64, 4096, GemmTile::T64x32}};
+                         {64, 4096, GemmTile::T64x32},     {1, 14336, GemmTile::T16x112s},
+                         {16, 14336, GemmTile::T16x112s},  {1, 128256, GemmTile::T16x64s},
+                         {1, 4096, GemmTile::T16x32s}};
   for (const Pick& q : pinned) {
     const GemmTile t = pick_gemm_tile(q.m, q.n, 1, 132);
     if (t != q.want) {

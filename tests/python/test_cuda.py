@@ -377,7 +377,7 @@ def test_compiled_training_step_equals_eager():
 # of a 2-CTA cluster past M) and N = 520 (a multicast B half past N).
 GEMM_TILES = ["64x32", "64x64", "64x128", "64x256", "128x128", "128x256", "64x128c2", "128x256m2", "128x128m2",
               "128x128pp", "128x128ppm2", "16x32s", "16x64s", "32x64s", "192x128", "128x224", "128x192", "128x160",
-              "192x192", "256x160", "128x96", "192x192w3", "192x128w3", "128x168", "64x96"]
+              "192x192", "256x160", "128x96", "192x192w3", "192x128w3", "128x168", "64x96", "16x112s"]
 # The measurement entries (gemm_tile_configs.h, kGemmResearchCfg): built
 # only with -DSAMEBITS_GEMM_RESEARCH_TILES=ON. Their checks run where the
 # library has them and are skipped where it does not (the default build).
@@ -485,7 +485,7 @@ def test_gemm_in_place_bias_equals_out_of_place(tile, monkeypatch):
 # would show there), in both 16-bit dtypes. (tests/cuda/
 # experiment_mma_sync_vs_wgmma.cu compares the f32 accumulators themselves.)
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
-@pytest.mark.parametrize("tile", ["16x32s", "16x64s", "32x64s"])
+@pytest.mark.parametrize("tile", ["16x32s", "16x64s", "32x64s", "16x112s"])
 def test_gemm_mma_sync_entry_equals_wgmma_on_wide_values(tile, dtype, monkeypatch):
     from samebits import dense as D
 
@@ -596,7 +596,7 @@ def test_gemm_bias_dtypes_give_the_same_bits(tile, monkeypatch):
 # generic kernel twice. Negative control: a changed input row changes that
 # row's output, and only that row's.
 @pytest.mark.parametrize("tile", GEMM_STAGED_TILES + ["64x32", "64x64", "64x96", "64x128", "64x256", "64x128c2", "16x32s",
-                                  "16x64s", "32x64s"])
+                                  "16x64s", "32x64s", "16x112s"])
 def test_gemm_lean_kernel_equals_generic(tile, monkeypatch):
     from samebits import dense as D
 

@@ -35,38 +35,68 @@ __device__ __forceinline__ void consume_tile_mma(const GemmTmaParams& p, const S
   // A k tile's fragments (kSteps k16 steps) are loaded first, then its mma's
   // issued (the asm statements keep their order, so loading step by step
   // would put an ldmatrix latency in front of every step of the chain).
+  // Software-pipelined by one k tile: tile kb + 1's wait and loads are
+  // issued after tile kb's first mma, so they run under tile kb's chain
+  // instead of between two chains (the accumulators see the same mma's in
+  // the same order: the same bits). Two fragment sets, named statically by
+  // a loop unrolled twice.
   constexpr int kSteps = kBK / 16;
-  RingPos<Cfg> pos(it);
-  for (int kb = 0; kb < p.k_tiles; ++kb, ++it, pos.next()) {
-    mbar_wait_at(ring.full_at + 8 * pos.s, pos.parity);  // stage s landed
-    const uint32_t a0 = ring.a_at + pos.s * Cfg::kABytes, b0 = ring.b_at + pos.s * Cfg::kBBytes;
+  struct Frags {
     uint32_t a[kSteps][Cfg::kMBlocks][4];
     uint32_t b[kSteps][Cfg::kNB / 2][4];
+  };
+  auto load = [&](const RingPos<Cfg>& ps, Frags& f) {
+    mbar_wait_at(ring.full_at + 8 * ps.s, ps.parity);  // stage s landed
+    const uint32_t a0 = ring.a_at + ps.s * Cfg::kABytes, b0 = ring.b_at + ps.s * Cfg::kBBytes;
 #pragma unroll
     for (int j = 0; j < kSteps; ++j) {
 #pragma unroll
       for (int mb = 0; mb < Cfg::kMBlocks; ++mb) {
         const int r = mb * 16 + a_row;
-        ldmatrix_x4(a[j][mb], a0 + r * 128 + (((2 * j + a_hi) ^ (r % 8)) * 16));
+        ldmatrix_x4(f.a[j][mb], a0 + r * 128 + (((2 * j + a_hi) ^ (r % 8)) * 16));
       }
 #pragma unroll
       for (int q = 0; q < Cfg::kNB / 2; ++q) {
         const int r = b_row + 16 * q;
-        ldmatrix_x4(b[j][q], b0 + r * 128 + (((2 * j + b_hi) ^ (r % 8)) * 16));
+        ldmatrix_x4(f.b[j][q], b0 + r * 128 + (((2 * j + b_hi) ^ (r % 8)) * 16));
       }
     }
+  };
+  auto step = [&](const Frags& f, int j) {
 #pragma unroll
-    for (int j = 0; j < kSteps; ++j)
+    for (int mb = 0; mb < Cfg::kMBlocks; ++mb)
 #pragma unroll
-      for (int mb = 0; mb < Cfg::kMBlocks; ++mb)
+      for (int nb = 0; nb < Cfg::kNB; ++nb)
+        mma_m16n8k16<kF16>(&acc[mb][4 * nb], f.a[j][mb], f.b[j][nb / 2][2 * (nb % 2)], f.b[j][nb / 2][2 * (nb % 2) + 1]);
+  };
+  // Tile `f` (in stage ps): its first k16 step, then (if `next`) the next
+  // tile's wait and loads into `g`, then its other steps; then stage ps is
+  // released (the mma's above consumed every register its ldmatrix's
+  // delivered).
+  auto consume = [&](const Frags& f, const RingPos<Cfg>& ps, bool next, const RingPos<Cfg>& ns, Frags& g) {
+    step(f, 0);
+    if (next) load(ns, g);
 #pragma unroll
-        for (int nb = 0; nb < Cfg::kNB; ++nb)
-          mma_m16n8k16<kF16>(&acc[mb][4 * nb], a[j][mb], b[j][nb / 2][2 * (nb % 2)], b[j][nb / 2][2 * (nb % 2) + 1]);
-    // every ldmatrix of stage s has delivered (the mma's above consumed its
-    // registers): release it
+    for (int j = 1; j < kSteps; ++j) step(f, j);
     __syncwarp();
-    if (lane == 0) mbar_arrive_at(ring.empty_at + 8 * pos.s);
+    if (lane == 0) mbar_arrive_at(ring.empty_at + 8 * ps.s);
+  };
+  const int k_tiles = p.k_tiles;
+  Frags f0, f1;
+  RingPos<Cfg> pos(it);
+  if (k_tiles > 0) load(pos, f0);
+  int kb = 0;
+  for (; kb + 1 < k_tiles; kb += 2) {
+    RingPos<Cfg> nxt = pos;
+    nxt.next();
+    consume(f0, pos, true, nxt, f1);  // tile kb; loads kb + 1
+    pos = nxt;
+    nxt.next();
+    consume(f1, pos, kb + 2 < k_tiles, nxt, f0);  // tile kb + 1; loads kb + 2
+    pos = nxt;
   }
+  if (kb < k_tiles) consume(f0, pos, false, pos, f1);  // an odd count's last tile
+  it += uint32_t(k_tiles);
 }
 
 }  // namespace samebits::cuda::dense::sm90

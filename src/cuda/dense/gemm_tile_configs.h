@@ -261,7 +261,7 @@ struct MmaTileConfig {
 enum class GemmTile : int {
   T64x32 = 0, T64x64, T64x128, T64x256, T128x128, T128x256, T64x128c2, T128x256m2, T128x128m2, T128x128pp,
   T128x128ppm2, T16x32s, T16x64s, T32x64s, T192x128, T128x224, T128x192, T128x160, T192x192, T256x160, T128x96,
-  T192x192w3, T192x128w3, T128x168, T64x96, kCount
+  T192x192w3, T192x128w3, T128x168, T64x96, T16x112s, kCount
 };
 
 constexpr bool kStaged = true;  // TileConfig's kTmaStore
@@ -299,6 +299,9 @@ using Cfg64x96 = TileConfig<1, 1, 96, 8>;
 using Cfg16x32s = MmaTileConfig<1, 2, 2, 32>;
 using Cfg16x64s = MmaTileConfig<1, 4, 2, 24>;
 using Cfg32x64s = MmaTileConfig<2, 4, 2, 20>;
+// 7 consumer warps x 16 columns: N = 14336 in 128 CTAs, one round on 132
+// SMs (16x64s: 224, 1.7 rounds); 13 stages of 16 KiB.
+using Cfg16x112s = MmaTileConfig<1, 7, 2, 16>;
 
 // The measurement entries: forced only (SAMEBITS_GEMM_TILE), never chosen
 // by pick_gemm_tile, kept to compare against (cluster and ping-pong
@@ -339,6 +342,7 @@ inline const char* gemm_tile_name(GemmTile t) {
     case GemmTile::T128x128ppm2: return "128x128ppm2";
     case GemmTile::T16x32s: return "16x32s";
     case GemmTile::T16x64s: return "16x64s";
+    case GemmTile::T16x112s: return "16x112s";
     case GemmTile::T32x64s: return "32x64s";
     case GemmTile::T192x128: return "192x128";
     case GemmTile::T128x224: return "128x224";
@@ -372,6 +376,7 @@ decltype(auto) visit_gemm_tile(GemmTile t, F&& f) {
     case GemmTile::T128x128ppm2: return f(Cfg128x128ppm2{});
     case GemmTile::T16x32s: return f(Cfg16x32s{});
     case GemmTile::T16x64s: return f(Cfg16x64s{});
+    case GemmTile::T16x112s: return f(Cfg16x112s{});
     case GemmTile::T32x64s: return f(Cfg32x64s{});
     case GemmTile::T192x128: return f(Cfg192x128{});
     case GemmTile::T128x224: return f(Cfg128x224{});
@@ -473,6 +478,11 @@ inline GemmTile pick_gemm_tile(int64_t m, int64_t n, int64_t batch, int sms) {
     // bench/results/2026-11-21_*_s6_gemm_mma/). Narrow N at M <= 16: 16x32s
     // (N / 32 CTAs; 2-6 % faster than 16x64s on the H100, 0-6 % slower on
     // the H200); otherwise 16x64s.
+    // Wide N at M <= 16 where 16x112s makes one round and 16x64s does not
+    // (N = 14336: 128 CTAs against 224): 16x112s (H100, 1 and 16 x 14336
+    // x 4096: 1.00x and 1.02x cuBLAS against 16x64s's 0.99x; same bits,
+    // bench/results/2026-12-07_h100_s40/).
+    if (m <= 16 && wide && tiles(16, 112) <= s && tiles(16, 64) > s) return GemmTile::T16x112s;
     if (m <= 16) return wide ? GemmTile::T16x64s : GemmTile::T16x32s;
     if (m <= 32 && !wide) return GemmTile::T16x64s;
     if (wide) return m > 32 ? one_round(GemmTile::T64x128) : GemmTile::T64x128;

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# One device call (fortieth session): the library of main with 1) the small-M
+# GEMM entries' mma.sync consumer pipelined by one k tile, 2) the 16x112s
+# entry and the rule's pick of it (M <= 16 where it makes one round and
+# 16x64s does not: N = 14336), 3) the decode bound for two CTAs an SM read
+# from the card's memory clock (64 pass-1 CTAs below 3 GHz, 96 above).
+# Bits: the decode suite --quick with variants auto, 0, 4, 8; pytest's
+# decode, GEMM and batch-invariance tests; the GEMM table's bitwise check.
+# Speed: issue 6's 76 GEMM points against cuBLAS; the decode bound at 64-96
+# CTAs beside the two fixed bounds (.carry/s38rule: 64, .carry/s39mma: 96).
+# ~5 min. carry [CARRY (default .carry/s40fin), ".carry/s38rule",
+# ".carry/s39mma"]; packs $OUT/all.tgz.
+set -uo pipefail
+OUT=${OUT:-/tmp/out}
+K=${CARRY:-.carry/s40fin}
+C=$PWD/$K
+L=$C/libsamebits.so
+python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$L.xz" "$L"
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv,noheader | tee "$OUT/gpu.txt"
+python3 -c "import torch; print('memory_clock_rate (kHz):', torch.cuda.get_device_properties(0).memory_clock_rate)"
+chmod +x "$C/test_attention_decode_sm90"
+LD_LIBRARY_PATH=$C timeout 100 "$C/test_attention_decode_sm90" --quick --variants auto,0,4,8 > "$OUT/decode_quick.log" 2>&1
+echo "== decode --quick --variants auto,0,4,8 rc=$? pass=$(grep -c '^\[PASS\]' "$OUT/decode_quick.log") fail=$(grep -c '^\[FAIL\]' "$OUT/decode_quick.log")"
+export PYTHONPATH=$PWD/python:$PWD/bench
+SAMEBITS_LIBRARY=$L timeout 200 python3 -m pytest tests/python/test_cuda.py tests/python/test_dense.py \
+  tests/python/test_invariance.py -q -p no:cacheprovider -k "decode or gemm or linear or batch_invariant" \
+  > "$OUT/pytest.log" 2>&1
+echo "== pytest rc=$? $(tail -1 "$OUT/pytest.log")"
+SAMEBITS_LIBRARY=$L timeout 170 python3 bench/gemm_cluster_probe.py --configs default --issue6 \
+  --reps 11 --captures 2 --out "$OUT/table.json" > "$OUT/table.log" 2>&1
+echo "== GEMM table rc=$? $(tail -2 "$OUT/table.log" | tr "\n" " ")"
+LIBS="card=$K b64=.carry/s38rule b96=.carry/s39mma" ROUNDS=2 CARRY=$K OUT=$OUT/dec \
+  SHAPES=1x8192,4x2048,8x1024,1x12288 timeout 150 bash bench/device_s34_ab.sh 2>&1 | grep -E "^== ab"
+cd "${OUT%/}" && tar czf /tmp/all.tgz --exclude '*.so' . && find . -mindepth 1 -delete && mv /tmp/all.tgz ./all.tgz
