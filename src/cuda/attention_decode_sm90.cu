@@ -118,14 +118,16 @@ int decode_variant(const sb_attention_params& p, int tiles_per_seq, int splits, 
   // the same at 64-128 CTAs (1 x 12k +6 %, 2 x 8k +7 %, 4 x 4k -1.5 %).
   // On an H200 (thirty-ninth session) the 64-CTA shapes went the other
   // way (1 x 8k, 4 x 2k, 8 x 1k 9-11 % slower than main's ring) while
-  // 96-128 CTAs kept 3-4 % (1 x 12k, 1 x 16k, 2 x 8k), so the bound is
-  // 96: the shapes both cards gain at. The wgmma consumer and d 256 keep
+  // 96-128 CTAs kept 3-4 % (1 x 12k, 1 x 16k, 2 x 8k), so the bound
+  // depends on the card (below). The wgmma consumer and d 256 keep
   // 160 (wgmma at 32-128 CTAs on an H200: schedule 4 0.5-6 % slower;
   // d 256 at 64-128 CTAs on an H100: within 1 % either way).
   constexpr int64_t kSpreadMaxCtas = 16;
-  // A card whose memory clock is above 3 GHz (an H200) takes the 96 both
-  // cards gain at; a slower one (an H100, 2.6 GHz) 64, where it measured
-  // 3 % (the schedules give the same bits: the choice is BITS-FREE).
+  // A card whose memory clock is above 3 GHz (an H200, 3.2 GHz) takes 96,
+  // where both cards gain; a slower one (an H100, 2.6 GHz) 64, where it
+  // measured 3 % (fortieth session: 64-CTA shapes at b64's speed with this
+  // rule, 3-4 % ahead of 96). The schedules give the same bits: the choice
+  // is BITS-FREE.
   const int64_t two_per_sm_min = mma && p.head_dim <= 128 ? (device_memory_khz() > 3000000 ? 96 : 64) : 160;
   const int64_t ctas = static_cast<int64_t>(p.batch) * p.num_heads_k * tiles_per_seq * splits;
   const int rule = mma && ctas <= kSpreadMaxCtas ? kDecodeSpread
