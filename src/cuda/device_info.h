@@ -1,4 +1,4 @@
-// Host helper: the current device's SM count, asked once per device.
+// Host helpers: attributes of the current device, asked once per device.
 #pragma once
 
 #include <atomic>
@@ -7,9 +7,11 @@
 
 namespace samebits::cuda {
 
-// SMs of the current device (0 where the query fails); the first call on
-// each of the first 64 devices asks the runtime, later calls read an atomic.
-inline int device_sm_count() {
+// Attribute `A` of the current device (0 where the query fails); the first
+// call on each of the first 64 devices asks the runtime, later calls read
+// an atomic (one cache per attribute).
+template <cudaDeviceAttr A>
+inline int device_attribute() {
   static std::atomic<int> known[64];  // the answer + 1; 0: not asked yet
   int dev = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) {
@@ -20,36 +22,21 @@ inline int device_sm_count() {
   if (cached) {
     if (const int v = known[dev].load(std::memory_order_relaxed); v != 0) return v - 1;
   }
-  int n = 0;
-  if (cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+  int value = 0;
+  if (cudaDeviceGetAttribute(&value, A, dev) != cudaSuccess) {
     cudaGetLastError();
-    n = 0;
+    value = 0;
   }
-  if (cached) known[dev].store(n + 1, std::memory_order_relaxed);
-  return n;
+  if (cached) known[dev].store(value + 1, std::memory_order_relaxed);
+  return value;
 }
 
-// Peak memory clock of the current device in kHz (0 where the query fails),
-// asked once per device like device_sm_count. BITS-FREE: only schedule
-// choices read it (an H100 SXM 2619 MHz, an H200 3201 MHz).
-inline int device_memory_khz() {
-  static std::atomic<int> known[64];  // the answer + 1; 0: not asked yet
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  const bool cached = dev >= 0 && dev < 64;
-  if (cached) {
-    if (const int v = known[dev].load(std::memory_order_relaxed); v != 0) return v - 1;
-  }
-  int khz = 0;
-  if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, dev) != cudaSuccess) {
-    cudaGetLastError();
-    khz = 0;
-  }
-  if (cached) known[dev].store(khz + 1, std::memory_order_relaxed);
-  return khz;
-}
+// SMs of the current device (0 where the query fails).
+inline int device_sm_count() { return device_attribute<cudaDevAttrMultiProcessorCount>(); }
+
+// Peak memory clock of the current device in kHz (0 where the query fails).
+// BITS-FREE: only schedule choices read it (an H100 SXM 2619 MHz, an H200
+// 3201 MHz).
+inline int device_memory_khz() { return device_attribute<cudaDevAttrMemoryClockRate>(); }
 
 }  // namespace samebits::cuda
