@@ -10,17 +10,15 @@
 # CTAs beside the two fixed bounds (.carry/s38rule: 64, .carry/s39mma: 96).
 # ~5 min. carry [CARRY (default .carry/s40fin), ".carry/s38rule",
 # ".carry/s39mma"]; packs $OUT/all.tgz.
-set -uo pipefail
-OUT=${OUT:-/tmp/out}
-K=${CARRY:-.carry/s40fin}
-C=$PWD/$K
+export CARRY=${CARRY:-.carry/s40fin}
+source bench/device_common.sh  # $C, $OUT, the library decompressed, gpu.txt, count()
+K=$CARRY
 L=$C/libsamebits.so
-python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$L.xz" "$L"
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,clocks.max.mem --format=csv,noheader | tee "$OUT/gpu.txt"
+nvidia-smi --query-gpu=clocks.max.sm,clocks.max.mem --format=csv,noheader | tee -a "$OUT/gpu.txt"
 python3 -c "import torch; print('memory_clock_rate (kHz):', torch.cuda.get_device_properties(0).memory_clock_rate)"
 chmod +x "$C/test_attention_decode_sm90"
 LD_LIBRARY_PATH=$C timeout 100 "$C/test_attention_decode_sm90" --quick --variants auto,0,4,8 > "$OUT/decode_quick.log" 2>&1
-echo "== decode --quick --variants auto,0,4,8 rc=$? pass=$(grep -c '^\[PASS\]' "$OUT/decode_quick.log") fail=$(grep -c '^\[FAIL\]' "$OUT/decode_quick.log")"
+echo "== decode --quick --variants auto,0,4,8 rc=$? $(count "$OUT/decode_quick.log")"
 export PYTHONPATH=$PWD/python:$PWD/bench
 SAMEBITS_LIBRARY=$L timeout 200 python3 -m pytest tests/python/test_cuda.py tests/python/test_dense.py \
   tests/python/test_invariance.py -q -p no:cacheprovider -k "decode or gemm or linear or batch_invariant" \
