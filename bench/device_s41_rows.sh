@@ -5,7 +5,8 @@
 # row sums and dx (barrier_arrive / barrier_wait), so the barrier's latency
 # runs under them (CARRY, default .carry/s41rows; SAMEBITS_RMSNORM_DW_EARLY=0
 # gives the old order in the same library), against OLD (main's library,
-# default .carry/s41w112). Checks: row-op bits of both (rows_bits_dump,
+# default .carry/s41w112). Timing first (the probe checks every launch
+# bitwise against the default but the diag ones), then the checks: row-op bits of both (rows_bits_dump,
 # default and fused path forced), pytest -k rms, racecheck / synccheck /
 # memcheck of the inline-fold test. Speed: rows_dw_probe.py at N = 8192 and
 # 4096 with the old order and the measurement knobs (SAMEBITS_RMSNORM_DIAG:
@@ -21,6 +22,16 @@ python3 -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1])
 sha256sum "$C/libsamebits.so" "$O/libsamebits.so" > "$OUT/lib_sha256.txt"
 cp "$0" "$OUT/run.sh"
 NEW=(env SAMEBITS_LIBRARY=$C/libsamebits.so PYTHONPATH=$PWD/python:$PWD/bench)
+X=late:SAMEBITS_RMSNORM_DW_EARLY=0,diag1:SAMEBITS_RMSNORM_DIAG=1,diag2:SAMEBITS_RMSNORM_DIAG=2,diag4:SAMEBITS_RMSNORM_DIAG=4,diag8:SAMEBITS_RMSNORM_DIAG=8,diag6:SAMEBITS_RMSNORM_DIAG=6
+for r in $(seq 1 "${ROUNDS:-2}"); do
+  for v in old new; do
+    L=$C/libsamebits.so; E=(--extra "$X"); [ $v = old ] && L=$O/libsamebits.so && E=()
+    SAMEBITS_LIBRARY=$L PYTHONPATH=$PWD/python:$PWD/bench timeout 200 python3 bench/rows_dw_probe.py \
+      --out "$OUT/dw_${v}_$r.json" --ms ${MS:-4096,8192} --ns 8192,4096 "${E[@]}" > "$OUT/dw_${v}_$r.log" 2>&1
+    sum+=("rows_dw_probe $v round $r rc=$?")
+    echo "== $v round $r"; cat "$OUT/dw_${v}_$r.log"
+  done
+done
 if [ "${CHECKS:-1}" = 1 ]; then
   for v in new old; do
     L=$C/libsamebits.so; [ $v = old ] && L=$O/libsamebits.so
@@ -45,16 +56,6 @@ if [ "${CHECKS:-1}" = 1 ]; then
   done
   printf '%s\n' "${sum[@]: -4}"
 fi
-X=late:SAMEBITS_RMSNORM_DW_EARLY=0,diag1:SAMEBITS_RMSNORM_DIAG=1,diag2:SAMEBITS_RMSNORM_DIAG=2,diag4:SAMEBITS_RMSNORM_DIAG=4,diag8:SAMEBITS_RMSNORM_DIAG=8,diag6:SAMEBITS_RMSNORM_DIAG=6
-for r in $(seq 1 "${ROUNDS:-2}"); do
-  for v in old new; do
-    L=$C/libsamebits.so; E=(--extra "$X"); [ $v = old ] && L=$O/libsamebits.so && E=()
-    SAMEBITS_LIBRARY=$L PYTHONPATH=$PWD/python:$PWD/bench timeout 200 python3 bench/rows_dw_probe.py \
-      --out "$OUT/dw_${v}_$r.json" --ms ${MS:-4096,8192} --ns 8192,4096 "${E[@]}" > "$OUT/dw_${v}_$r.log" 2>&1
-    sum+=("rows_dw_probe $v round $r rc=$?")
-    echo "== $v round $r"; cat "$OUT/dw_${v}_$r.log"
-  done
-done
 printf '%s\n' "${sum[@]}" | tee "$OUT/summary.txt"
 tar czf /tmp/rows_logs.tgz -C "$OUT" . && mv /tmp/rows_logs.tgz "$OUT/logs.tgz" &&
   find "$OUT" -type f ! -name logs.tgz ! -name summary.txt ! -name 'pytest_cuda.log' -delete
