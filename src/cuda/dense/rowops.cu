@@ -159,6 +159,24 @@ __device__ __forceinline__ void store_pack(E* row, int64_t j0, int64_t n, bool v
   }
 }
 
+// store_pack with 16-byte stores marked streaming (st.global.cs: evict
+// first), for outputs no later step of the kernel reads: the fused RMSNorm
+// backward's dx (H100: 0.3-2.4 us faster at 4096-8192 x 4096-8192,
+// docs/benchmarks_dense.md, forty-first session). Same values.
+template <class E, int V>
+__device__ __forceinline__ void store_pack_streaming(E* row, int64_t j0, int64_t n, bool vec, const Pack<E, V>& q) {
+  constexpr int kBytes = V * sizeof(E);
+  if constexpr (kBytes % 16 == 0) {
+    if (vec && j0 + V <= n) {
+#pragma unroll
+      for (int k = 0; k < kBytes / 16; ++k)
+        __stcs(reinterpret_cast<uint4*>(row + j0) + k, reinterpret_cast<const uint4*>(q.e)[k]);
+      return;
+    }
+  }
+  store_pack<E, V>(row, j0, n, vec, q);
+}
+
 // Hides q's value from the compiler (emits no instruction). Called after a
 // barrier on the packs a later pass reads again: the fp32 conversions made
 // before the barrier cannot be reused after it, so only the packed words stay
@@ -699,6 +717,53 @@ __device__ __forceinline__ void dw_fold_columns(const sb_rmsnorm_backward_params
   if (warp == 0 && col) static_cast<TW*>(p.dw)[j] = from_float<TW>(acc);
 }
 
+// The inline fold's form for two column slices at once, slice0 and
+// slice0 + step (where a CTA folds two or more): every thread loads both
+// slices' partials of a round, warp s adds slice s, its lane's column chain
+// as dw_fold_columns adds it (chunk 0 first, from +0), so dw keeps its bits;
+// one L2 round trip and two adding warps for the two slices.
+template <class TW>
+__device__ __forceinline__ void dw_fold_two_slices(const sb_rmsnorm_backward_params& p, int64_t chunks,
+                                                   int64_t slice0, int64_t step, float* buf) {
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  int64_t j[2];
+  bool col[2];
+#pragma unroll
+  for (int s = 0; s < 2; ++s) {
+    j[s] = (slice0 + s * step) * 32 + lane;
+    col[s] = j[s] < p.cols;
+  }
+  float v[2][kFoldLoads];  // this thread's partials of the next round, in flight
+  auto load = [&](int64_t base) {
+#pragma unroll
+    for (int s = 0; s < 2; ++s)
+#pragma unroll
+      for (int u = 0; u < kFoldLoads; ++u) {
+        const int64_t c = base + warp * kFoldLoads + u;
+        v[s][u] = col[s] && c < chunks ? __ldcg(p.workspace + c * p.cols + j[s]) : 0.0f;
+      }
+  };
+  load(0);
+  float acc = 0.0f;
+  const int64_t rounds = (chunks + kFoldRound - 1) / kFoldRound;
+  for (int64_t b = 0; b < rounds; ++b) {  // uniform over the CTA
+    float* cur = buf + (b & 1) * 2 * kFoldRound * 32;  // [slice][chunk in round][column]
+#pragma unroll
+    for (int s = 0; s < 2; ++s)
+#pragma unroll
+      for (int u = 0; u < kFoldLoads; ++u) cur[(s * kFoldRound + warp * kFoldLoads + u) * 32 + lane] = v[s][u];
+    __syncthreads();  // as in dw_fold_columns: one barrier per round
+    if (b + 1 < rounds) load((b + 1) * kFoldRound);
+    if (warp < 2) {
+      const int cnt = int(min(int64_t(kFoldRound), chunks - b * kFoldRound));
+      const float* mine = cur + warp * kFoldRound * 32 + lane;
+#pragma unroll 16
+      for (int c = 0; c < cnt; ++c) acc = __fadd_rn(acc, mine[c * 32]);
+    }
+  }
+  if (warp < 2 && col[warp]) static_cast<TW*>(p.dw)[j[warp]] = from_float<TW>(acc);
+}
+
 template <class TW>
 __global__ void __launch_bounds__(kFoldWarps * 32)
     rmsnorm_dw_fold_kernel(const __grid_constant__ sb_rmsnorm_backward_params p, int64_t chunks) {
@@ -727,10 +792,14 @@ __global__ void __launch_bounds__(kColThreads)
 // rmsnorm_dw_partial_kernel does (one fp32 accumulator per column, rows added
 // in increasing order from +0). x and dy are read once instead of twice, and
 // the partials and the fold are unchanged, so dw keeps its bits. kFold: the
-// launch is cooperative (every CTA resident, chunks <= resident CTAs); after
-// its partial each CTA waits at a grid barrier, then folds column slices
-// blockIdx.x, blockIdx.x + gridDim.x, ... as rmsnorm_dw_fold_kernel does.
-// That saves the fold's launch and the gap between the two kernels.
+// launch is cooperative (every CTA resident, chunks <= resident CTAs); each
+// CTA adds its last rows' dw terms, stores its partial and arrives at the
+// grid barrier before those rows' sums and dx (so the barrier's latency runs
+// under them), waits at the end, then folds column slices blockIdx.x,
+// blockIdx.x + gridDim.x, ... as rmsnorm_dw_fold_kernel does (two at a time
+// while two are left). That saves the fold's launch and the gap between the
+// two kernels. At 4096 x 8192 (H100) the barrier and the fold still cost
+// 4-6 us of 74-82 (docs/benchmarks_dense.md, forty-first session).
 //
 // Loads: a thread copies its own slots (the elements it reduces) of x and dy
 // into shared memory with cp.async, kDwStages steps of kDwRows rows ahead,
@@ -858,12 +927,31 @@ __global__ void __launch_bounds__(kRowThreads, 1)
     else
       return to_float(wv[c].e[v]);
   };
+  // kFold: the last step stores the chunk's partial and arrives at the grid
+  // barrier (thread 0's token) before that step's row sums and dx
+  const int last_step = min(kSteps, (rows_here + R - 1) / R) - 1;
+  unsigned token = 0;
   float acc[NV][V];  // the chunk's dw partial of this thread's columns
 #pragma unroll
   for (int c = 0; c < NV; ++c)
 #pragma unroll
     for (int v = 0; v < V; ++v) acc[c][v] = 0.0f;
 
+  auto store_partial = [&]() {
+    float* ws = p.workspace + int64_t(blockIdx.x) * n;
+#pragma unroll
+    for (int c = 0; c < NV; ++c) {
+      const int64_t j0 = slot_j0<V>(c);
+      if (j0 >= n) continue;
+#pragma unroll
+      for (int q = 0; q < V / 4; ++q) {  // float4 quarters of the V columns
+        Pack<float, 4> o;
+#pragma unroll
+        for (int v = 0; v < 4; ++v) o.e[v] = acc[c][4 * q + v];
+        store_pack<float, 4>(ws, j0 + 4 * q, n, aligned16(ws), o);
+      }
+    }
+  };
   for (int k = 0; k < kSteps && k * R < rows_here; ++k) {  // uniform over the CTA
     issue(k + S - 1);  // refills the stage read in step k - 1 (by this thread only)
     cp_async_wait<S - 1>();  // this thread's copies of step k have landed
@@ -896,12 +984,24 @@ __global__ void __launch_bounds__(kRowThreads, 1)
           const float g = w ? __fmul_rn(d, weight_at(c, v)) : d;
           const float xh = __fmul_rn(to_float(xv.e[v]), rstd[i]);
           s[i] = __fadd_rn(s[i], __fmul_rn(g, xh));
+          // dw's term needs no row sum: added here, rows in increasing
+          // order as before (a row past the chunk's end adds nothing)
+          if (k * R + i < rows_here) acc[c][v] = __fadd_rn(acc[c][v], __fmul_rn(d, xh));
           if constexpr (kHold) {
             hd[i % HR][c % HN][v] = d;
             hg[i % HR][c % HN][v] = g;
             hx[i % HR][c % HN][v] = xh;
           }
         }
+      }
+    }
+    if constexpr (kFold) {
+      // the chunk's partial is complete once the last step's rows are added
+      // above: stored, and the grid barrier arrived at, before this step's
+      // row sums and dx, so the barrier's latency runs under them
+      if (k == last_step) {
+        store_partial();
+        token = cooperative_groups::this_grid().barrier_arrive();
       }
     }
     block_sum<R, false>(s, red[k % 2]);  // one barrier a step
@@ -922,7 +1022,6 @@ __global__ void __launch_bounds__(kRowThreads, 1)
           for (int v = 0; v < V; ++v) {
             const float d = hd[i % HR][c % HN][v], g = hg[i % HR][c % HN][v], xh = hx[i % HR][c % HN][v];
             o[v] = __fmul_rn(rstd[i], __fsub_rn(g, __fmul_rn(xh, mean_gx)));
-            acc[c][v] = __fadd_rn(acc[c][v], __fmul_rn(d, xh));  // rmsnorm_dw_partial_kernel's term
           }
         } else {
           const Pack<T, V> xv = x_at(i, c), dv = dy_at(i, c);
@@ -933,34 +1032,28 @@ __global__ void __launch_bounds__(kRowThreads, 1)
             const float g = w ? __fmul_rn(d, weight_at(c, v)) : d;
             const float xh = __fmul_rn(to_float(xv.e[v]), rstd[i]);
             o[v] = __fmul_rn(rstd[i], __fsub_rn(g, __fmul_rn(xh, mean_gx)));
-            acc[c][v] = __fadd_rn(acc[c][v], __fmul_rn(d, xh));  // rmsnorm_dw_partial_kernel's term
           }
         }
-        store_pack<T, V>(dx, j0, n, aligned16(dx), pack_floats<T, V>(o));
+        store_pack_streaming<T, V>(dx, j0, n, aligned16(dx), pack_floats<T, V>(o));
       }
     }
   }
   cp_async_wait<0>();  // nothing left in flight at exit (the groups past the rows are empty)
-  float* ws = p.workspace + int64_t(blockIdx.x) * n;
-#pragma unroll
-  for (int c = 0; c < NV; ++c) {
-    const int64_t j0 = slot_j0<V>(c);
-    if (j0 >= n) continue;
-#pragma unroll
-    for (int q = 0; q < V / 4; ++q) {  // float4 quarters of the V columns
-      Pack<float, 4> o;
-#pragma unroll
-      for (int v = 0; v < 4; ++v) o.e[v] = acc[c][4 * q + v];
-      store_pack<float, 4>(ws, j0 + 4 * q, n, aligned16(ws), o);
-    }
-  }
+  if constexpr (!kFold) store_partial();
   if constexpr (kFold) {
     // every chunk's partial written and visible (the barrier orders the
     // grid's memory), and this CTA's stages free for the fold's buffer
-    cooperative_groups::this_grid().sync();
+    cooperative_groups::this_grid().barrier_wait(static_cast<unsigned>(token));
     auto* buf = reinterpret_cast<float(*)[kFoldRound][32]>(stage_buf);
     const int64_t slices = (n + 31) / 32;
-    for (int64_t sl = blockIdx.x; sl < slices; sl += gridDim.x) {  // uniform over the CTA
+    static_assert(dw_smem_bytes<NV>() >= int(sizeof(float[2][2][kFoldRound][32])), "two slices' buffers");
+    int64_t sl = blockIdx.x;
+    // two slices at once while this CTA has two left (N >= 2 * 32 * grid)
+    for (; sl + gridDim.x < slices; sl += 2 * int64_t(gridDim.x)) {  // uniform over the CTA
+      dw_fold_two_slices<TW>(p, chunks, sl, gridDim.x, reinterpret_cast<float*>(stage_buf));
+      __syncthreads();  // the next slices' first round rewrites the buffer
+    }
+    for (; sl < slices; sl += gridDim.x) {  // uniform over the CTA
       dw_fold_columns<TW>(p, chunks, sl, buf);
       __syncthreads();  // the next slice's first round rewrites buf[0]
     }
