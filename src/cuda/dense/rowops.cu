@@ -1005,7 +1005,7 @@ __global__ void __launch_bounds__(kRowThreads, 1)
       }
     }
     block_sum<R, false>(s, red[k % 2]);  // one barrier a step
-    // dx (rmsnorm_bwd_dx_reg_kernel's epilogue) and dw, rows in increasing order
+    // dx (rmsnorm_bwd_dx_reg_kernel's epilogue), rows in increasing order
 #pragma unroll
     for (int i = 0; i < R; ++i) {
       if (k * R + i >= rows_here) continue;
