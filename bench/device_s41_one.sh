@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The forty-first session's device work in one call (devices were scarce:
-# bench/device_s41_c1.sh and device_s41_rows.sh cut to what decides), the
+# The forty-first session's first device call (devices were scarce: one
+# call for all the session's prepared work), the
 # library .carry/s41all (main + the decode spread fold of two splits + the
 # 112-column GEMM entries + the RMSNorm measurement build) beside
 # .carry/s41w112 (main + the GEMM entries only: main's decode and rows).
