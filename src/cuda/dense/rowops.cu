@@ -140,15 +140,24 @@ __device__ __forceinline__ Pack<E, V> pack_floats(const float (&f)[V]) {
   return q;
 }
 
-// Stores the elements of q that are < n at row[j0...].
-template <class E, int V>
+// Stores the elements of q that are < n at row[j0...]. kStreaming: the
+// 16-byte stores marked streaming (st.global.cs: evict first), for outputs
+// no later step of the kernel reads: the fused RMSNorm backward's dx (H100:
+// 0.3-2.4 us faster at 4096-8192 x 4096-8192, docs/benchmarks_dense.md,
+// forty-first session). Same values either way.
+template <class E, int V, bool kStreaming = false>
 __device__ __forceinline__ void store_pack(E* row, int64_t j0, int64_t n, bool vec, const Pack<E, V>& q) {
   constexpr int kBytes = V * sizeof(E);
   if (vec && j0 + V <= n) {
     if constexpr (kBytes % 16 == 0) {
 #pragma unroll
-      for (int k = 0; k < kBytes / 16; ++k)
-        reinterpret_cast<uint4*>(row + j0)[k] = reinterpret_cast<const uint4*>(q.e)[k];
+      for (int k = 0; k < kBytes / 16; ++k) {
+        const uint4 w = reinterpret_cast<const uint4*>(q.e)[k];
+        if constexpr (kStreaming)
+          __stcs(reinterpret_cast<uint4*>(row + j0) + k, w);
+        else
+          reinterpret_cast<uint4*>(row + j0)[k] = w;
+      }
     } else {
       *reinterpret_cast<uint2*>(row + j0) = *reinterpret_cast<const uint2*>(q.e);
     }
@@ -157,24 +166,6 @@ __device__ __forceinline__ void store_pack(E* row, int64_t j0, int64_t n, bool v
     for (int v = 0; v < V; ++v)
       if (j0 + v < n) row[j0 + v] = q.e[v];
   }
-}
-
-// store_pack with 16-byte stores marked streaming (st.global.cs: evict
-// first), for outputs no later step of the kernel reads: the fused RMSNorm
-// backward's dx (H100: 0.3-2.4 us faster at 4096-8192 x 4096-8192,
-// docs/benchmarks_dense.md, forty-first session). Same values.
-template <class E, int V>
-__device__ __forceinline__ void store_pack_streaming(E* row, int64_t j0, int64_t n, bool vec, const Pack<E, V>& q) {
-  constexpr int kBytes = V * sizeof(E);
-  if constexpr (kBytes % 16 == 0) {
-    if (vec && j0 + V <= n) {
-#pragma unroll
-      for (int k = 0; k < kBytes / 16; ++k)
-        __stcs(reinterpret_cast<uint4*>(row + j0) + k, reinterpret_cast<const uint4*>(q.e)[k]);
-      return;
-    }
-  }
-  store_pack<E, V>(row, j0, n, vec, q);
 }
 
 // Hides q's value from the compiler (emits no instruction). Called after a
@@ -673,73 +664,37 @@ __global__ void __launch_bounds__(kColThreads)
 
 // dw[j] = left fold of the chunk partials, chunk 0 first: acc = +0, then
 // acc = acc + partial of chunk 0, 1, 2, ... (one __fadd_rn each), in lane
-// j % 32 of warp 0 of the CTA that folds column slice j / 32 (32 columns:
+// j % 32 of one warp of the CTA that folds column slice j / 32 (32 columns:
 // CTA j / 32 of the fold kernel, or a CTA of the fused kernel after its grid
-// barrier). The other warps only load. Round b brings
-// chunks [b * kFoldRound, (b + 1) * kFoldRound) into buf[b % 2] (warp w
-// chunks b * kFoldRound + w * kFoldLoads + u, u < kFoldLoads, a chunk past
-// the end reads +0 and is not added); warp 0 adds them in chunk order while
-// the loads of round b + 1 are in flight.
-template <class TW>
-__device__ __forceinline__ void dw_fold_columns(const sb_rmsnorm_backward_params& p, int64_t chunks, int64_t slice,
-                                                float (*buf)[kFoldRound][32]) {
+// barrier). kSlices (1 or 2) slices at once, slice0 and slice0 + step: warp
+// s adds slice s, the other warps only load (two: one L2 round trip and two
+// adding warps where the fused kernel's CTA folds two slices; every
+// column's chain is the same). Round b brings chunks [b * kFoldRound,
+// (b + 1) * kFoldRound) of every slice into buf's half b % 2, laid out
+// [slice][chunk in round][column] (warp w chunks b * kFoldRound +
+// w * kFoldLoads + u, u < kFoldLoads, a chunk past the end reads +0 and is
+// not added); the adding warps add them in chunk order while the loads of
+// round b + 1 are in flight.
+template <class TW, int kSlices = 1>
+__device__ __forceinline__ void dw_fold_columns(const sb_rmsnorm_backward_params& p, int64_t chunks, int64_t slice0,
+                                                int64_t step, float* buf) {
+  static_assert(kSlices >= 1 && kSlices <= kFoldWarps, "a warp adds each slice");
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  const int64_t j = slice * 32 + lane;
-  const bool col = j < p.cols;
-  float v[kFoldLoads];  // this thread's partials of the next round, in flight
-  auto load = [&](int64_t base) {
+  int64_t j[kSlices];
+  bool col[kSlices];
 #pragma unroll
-    for (int u = 0; u < kFoldLoads; ++u) {
-      const int64_t c = base + warp * kFoldLoads + u;
-      // L2 loads: in the fused kernel other CTAs wrote the partials
-      v[u] = col && c < chunks ? __ldcg(p.workspace + c * p.cols + j) : 0.0f;
-    }
-  };
-  load(0);
-  float acc = 0.0f;
-  const int64_t rounds = (chunks + kFoldRound - 1) / kFoldRound;
-  for (int64_t b = 0; b < rounds; ++b) {  // uniform over the CTA
-    float(*cur)[32] = buf[b & 1];
-#pragma unroll
-    for (int u = 0; u < kFoldLoads; ++u) cur[warp * kFoldLoads + u][lane] = v[u];
-    // all warps produce round b's partials in cur, warp 0 consumes them
-    // below. The stores above overwrite the buffer warp 0 read in round
-    // b - 2, which it finished before arriving here in round b - 1: one
-    // barrier per round suffices
-    __syncthreads();
-    if (b + 1 < rounds) load((b + 1) * kFoldRound);  // in flight during the adds below
-    if (warp == 0) {
-      const int cnt = int(min(int64_t(kFoldRound), chunks - b * kFoldRound));
-#pragma unroll 16
-      for (int c = 0; c < cnt; ++c) acc = __fadd_rn(acc, cur[c][lane]);
-    }
-  }
-  if (warp == 0 && col) static_cast<TW*>(p.dw)[j] = from_float<TW>(acc);
-}
-
-// The inline fold's form for two column slices at once, slice0 and
-// slice0 + step (where a CTA folds two or more): every thread loads both
-// slices' partials of a round, warp s adds slice s, its lane's column chain
-// as dw_fold_columns adds it (chunk 0 first, from +0), so dw keeps its bits;
-// one L2 round trip and two adding warps for the two slices.
-template <class TW>
-__device__ __forceinline__ void dw_fold_two_slices(const sb_rmsnorm_backward_params& p, int64_t chunks,
-                                                   int64_t slice0, int64_t step, float* buf) {
-  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  int64_t j[2];
-  bool col[2];
-#pragma unroll
-  for (int s = 0; s < 2; ++s) {
+  for (int s = 0; s < kSlices; ++s) {
     j[s] = (slice0 + s * step) * 32 + lane;
     col[s] = j[s] < p.cols;
   }
-  float v[2][kFoldLoads];  // this thread's partials of the next round, in flight
+  float v[kSlices][kFoldLoads];  // this thread's partials of the next round, in flight
   auto load = [&](int64_t base) {
 #pragma unroll
-    for (int s = 0; s < 2; ++s)
+    for (int s = 0; s < kSlices; ++s)
 #pragma unroll
       for (int u = 0; u < kFoldLoads; ++u) {
         const int64_t c = base + warp * kFoldLoads + u;
+        // L2 loads: in the fused kernel other CTAs wrote the partials
         v[s][u] = col[s] && c < chunks ? __ldcg(p.workspace + c * p.cols + j[s]) : 0.0f;
       }
   };
@@ -747,28 +702,32 @@ __device__ __forceinline__ void dw_fold_two_slices(const sb_rmsnorm_backward_par
   float acc = 0.0f;
   const int64_t rounds = (chunks + kFoldRound - 1) / kFoldRound;
   for (int64_t b = 0; b < rounds; ++b) {  // uniform over the CTA
-    float* cur = buf + (b & 1) * 2 * kFoldRound * 32;  // [slice][chunk in round][column]
+    float* cur = buf + (b & 1) * kSlices * kFoldRound * 32;
 #pragma unroll
-    for (int s = 0; s < 2; ++s)
+    for (int s = 0; s < kSlices; ++s)
 #pragma unroll
       for (int u = 0; u < kFoldLoads; ++u) cur[(s * kFoldRound + warp * kFoldLoads + u) * 32 + lane] = v[s][u];
-    __syncthreads();  // as in dw_fold_columns: one barrier per round
-    if (b + 1 < rounds) load((b + 1) * kFoldRound);
-    if (warp < 2) {
+    // all warps produce round b's partials in cur, the adding warps consume
+    // them below. The stores above overwrite the half they read in round
+    // b - 2, which they finished before arriving here in round b - 1: one
+    // barrier per round suffices
+    __syncthreads();
+    if (b + 1 < rounds) load((b + 1) * kFoldRound);  // in flight during the adds below
+    if (warp < kSlices) {
       const int cnt = int(min(int64_t(kFoldRound), chunks - b * kFoldRound));
       const float* mine = cur + warp * kFoldRound * 32 + lane;
 #pragma unroll 16
       for (int c = 0; c < cnt; ++c) acc = __fadd_rn(acc, mine[c * 32]);
     }
   }
-  if (warp < 2 && col[warp]) static_cast<TW*>(p.dw)[j[warp]] = from_float<TW>(acc);
+  if (warp < kSlices && col[warp]) static_cast<TW*>(p.dw)[j[warp]] = from_float<TW>(acc);
 }
 
 template <class TW>
 __global__ void __launch_bounds__(kFoldWarps * 32)
     rmsnorm_dw_fold_kernel(const __grid_constant__ sb_rmsnorm_backward_params p, int64_t chunks) {
   __shared__ float buf[2][kFoldRound][32];  // [round parity][chunk in round][column]
-  dw_fold_columns<TW>(p, chunks, blockIdx.x, buf);
+  dw_fold_columns<TW>(p, chunks, blockIdx.x, 0, &buf[0][0][0]);
 }
 
 // The previous release's fold, for SAMEBITS_ROWS_LEGACY=1 only: the same
@@ -1034,7 +993,7 @@ __global__ void __launch_bounds__(kRowThreads, 1)
             o[v] = __fmul_rn(rstd[i], __fsub_rn(g, __fmul_rn(xh, mean_gx)));
           }
         }
-        store_pack_streaming<T, V>(dx, j0, n, aligned16(dx), pack_floats<T, V>(o));
+        store_pack<T, V, true>(dx, j0, n, aligned16(dx), pack_floats<T, V>(o));  // streaming
       }
     }
   }
@@ -1044,18 +1003,18 @@ __global__ void __launch_bounds__(kRowThreads, 1)
     // every chunk's partial written and visible (the barrier orders the
     // grid's memory), and this CTA's stages free for the fold's buffer
     cooperative_groups::this_grid().barrier_wait(static_cast<unsigned>(token));
-    auto* buf = reinterpret_cast<float(*)[kFoldRound][32]>(stage_buf);
+    float* buf = reinterpret_cast<float*>(stage_buf);
     const int64_t slices = (n + 31) / 32;
     static_assert(dw_smem_bytes<NV>() >= int(sizeof(float[2][2][kFoldRound][32])), "two slices' buffers");
     int64_t sl = blockIdx.x;
     // two slices at once while this CTA has two left (N >= 2 * 32 * grid)
     for (; sl + gridDim.x < slices; sl += 2 * int64_t(gridDim.x)) {  // uniform over the CTA
-      dw_fold_two_slices<TW>(p, chunks, sl, gridDim.x, reinterpret_cast<float*>(stage_buf));
+      dw_fold_columns<TW, 2>(p, chunks, sl, gridDim.x, buf);
       __syncthreads();  // the next slices' first round rewrites the buffer
     }
     for (; sl < slices; sl += gridDim.x) {  // uniform over the CTA
-      dw_fold_columns<TW>(p, chunks, sl, buf);
-      __syncthreads();  // the next slice's first round rewrites buf[0]
+      dw_fold_columns<TW>(p, chunks, sl, 0, buf);
+      __syncthreads();  // the next slice's first round rewrites the buffer
     }
   }
 }
