@@ -8,7 +8,8 @@ process (SAMEBITS_LIBRARY):
 
 `dump` hashes the outputs of rms_norm (with and without weight, unaligned
 rows), add_rms_norm, the RMSNorm backward (dx, dw), softmax, log_softmax,
-sum and mean over bf16 / fp16 / fp32, N = 64-20000 and M = 1-4096. An op
+sum and mean over bf16 / fp16 / fp32, N = 64-20000 and M = 1-4096, and the
+RMSNorm backward at M = 5000-16416 (bf16 / fp16, N = 1024-8192). An op
 that raises is recorded as an error, which `compare` reports as a failure.
 Negative controls, checked on every compare: a changed input element
 changes rms_norm's hash (recorded by each dump), and a changed output hash
@@ -65,6 +66,20 @@ def dump(path):
                 rec("log_softmax", lambda: D.log_softmax(x, -1))
                 rec("sum", lambda: D.sum(x, -1))
                 rec("mean", lambda: D.mean(x, -1))
+    # the RMSNorm backward where the fused kernel's CTAs take two or more
+    # consecutive chunks (above one wave of 32-row chunks)
+    for dt in (torch.bfloat16, torch.float16):
+        for n in (1024, 4096, 8192):
+            for m in (5000, 8232, 16416):
+                g = torch.Generator(device=DEV).manual_seed(n * 11 + m)
+                xg = torch.randn(m, n, device=DEV, dtype=dt, generator=g).requires_grad_(True)
+                wg = torch.randn(n, device=DEV, dtype=dt, generator=g).requires_grad_(True)
+                dy = torch.randn(m, n, device=DEV, dtype=dt, generator=g)
+                try:
+                    D.rms_norm(xg, wg, 1e-6).backward(dy)
+                    out[f"rms_norm bwd {str(dt)[6:]} {m}x{n}"] = h(xg.grad) + "," + h(wg.grad)
+                except Exception as e:  # noqa: BLE001 - recorded, reported by compare
+                    out[f"rms_norm bwd {str(dt)[6:]} {m}x{n}"] = "ERR " + type(e).__name__
     g = torch.Generator(device=DEV).manual_seed(1)
     x = torch.randn(4096, 4096, device=DEV, dtype=torch.bfloat16, generator=g)
     w = torch.randn(4096, device=DEV, dtype=torch.bfloat16, generator=g)
