@@ -4,8 +4,8 @@
 # fused kernel's CTAs take consecutive chunks (M = 5000, 8232; .carry/s42p),
 # the strided-rows measurement (.carry/s42d: rmsnorm_strided_diag.patch,
 # wrong dw; does the fused kernel lose back to back because its CTAs' rows
-# are 32 rows apart?), a second round of rows_dw_probe (s42p, main), and a
-# second round of the 112-column GEMM entries (.carry/s41w112). carry
+# are 32 rows apart?), a second round of rows_dw_probe (s42p, main; N =
+# 8192, also timed after another kernel: --after), and a second round of the 112-column GEMM entries (.carry/s41w112). carry
 # [".carry/s42p", ".carry/main", ".carry/s41w112", ".carry/s42d"].
 set -uo pipefail
 OUT=${OUT:-/tmp/out}
@@ -24,12 +24,12 @@ for tool in racecheck synccheck memcheck; do
 done
 echo "== elapsed $SECONDS s"
 SAMEBITS_LIBRARY=$(lib s42d) timeout 60 python3 bench/rows_dw_probe.py --out "$OUT/dw_strided.json" --ms 4096 \
-  --ns 8192,4096 --reps 11 --extra "diagstrided:SAMEBITS_RMSNORM_DIAG_STRIDED=1" > "$OUT/dw_strided.log" 2>&1
+  --ns 8192,4096 --reps 11 --after --extra "diagstrided:SAMEBITS_RMSNORM_DIAG_STRIDED=1" > "$OUT/dw_strided.log" 2>&1
 echo "== strided rows (diag) rc=$?"; cat "$OUT/dw_strided.log"
 echo "== elapsed $SECONDS s"
 for c in main s42p; do
   SAMEBITS_LIBRARY=$(lib $c) timeout 110 python3 bench/rows_dw_probe.py --out "$OUT/dw_$c.json" \
-    --ms 4256,8192,16384 --ns 8192,4096 --reps 11 > "$OUT/dw_$c.log" 2>&1
+    --ms 4096,8192,16384 --ns 8192 --reps 11 --after > "$OUT/dw_$c.log" 2>&1
   echo "== rows_dw_probe $c rc=$?"; cat "$OUT/dw_$c.log"
   echo "== elapsed $SECONDS s"
 done

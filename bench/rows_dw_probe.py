@@ -4,7 +4,11 @@ copy of x and the dx-only backward, for each dw launch the library has:
 - clean: one CUDA-graph replay of one call after an L2 flush that leaves
   clean lines (a 256 MiB write, then a 256 MiB read), median of --reps;
 - b2b: a CUDA graph of 10 calls back to back, as bench_dense.py times the
-  row ops (the previous call's output stays dirty in L2), median of 7.
+  row ops (the previous call's output stays dirty in L2), median of 7;
+- after (--after): a CUDA graph of 10 pairs, a copy of two other tensors
+  of x's size (another kernel's reads and dirty writes, as in a model) then
+  the call, median of 7; the call's time is the pair's minus half of a
+  pair of two such copies.
 
 frac = (3 x bytes(x) / t) / (2 x bytes(x) / t_copy), the issue's measure
 (bench_dense.py's rms_norm_bwd_dw row), with the copy timed the same way.
@@ -37,6 +41,7 @@ def main():
                     help="more dw launches, NAME:VAR=VALUE[+VAR=VALUE],...: each timed beside the others and checked "
                          "bitwise against the default, except names starting with 'diag' (measurement knobs that "
                          "drop work)")
+    ap.add_argument("--after", action="store_true", help="also time each call after another kernel (mode 'after')")
     ap.add_argument("--lead", action="store_true",
                     help="capture and time a copy of the first call (the copy) ahead of the others, under the name "
                          "'lead'. The copy then follows a call of its own kernel (faster: "
@@ -65,10 +70,15 @@ def main():
             if not name.startswith("diag") and not (torch.equal(out[0], ref[0]) and torch.equal(out[1], ref[1])):
                 fails.append(f"{name} M={M} bits differ from default")
             calls[f"dw_{name}"] = (env, lambda: D._rms_norm_bwd_op(dy, x, w, rstd, True))
-        one, ten = {}, {}
+        one, ten, after = {}, {}, {}
+        x2, y2 = torch.randn_like(x), torch.empty_like(x)
+        pre = lambda: y2.copy_(x2)  # noqa: E731
         for k, (env, fn) in calls.items():
             with forced_env(env):  # read by the library while the graphs are captured
                 one[k], ten[k] = graphed(fn, 1), graphed(fn, 10)
+                if args.after:
+                    after[k] = graphed(lambda fn=fn: (pre(), fn()), 10)
+        pair_pre = graphed(lambda: (pre(), pre()), 10) if args.after else None
         e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         clean = {k: [] for k in one}
         b2b = {k: [] for k in one}
@@ -82,7 +92,17 @@ def main():
                 fn()
                 e0.record(); fn(); e1.record(); e1.synchronize()
                 b2b[k].append(e0.elapsed_time(e1) * 1e3 / 10)
-        for mode, ts in (("clean", clean), ("b2b", b2b)):
+        aft = {k: [] for k in after}
+        pp = []
+        for _ in range(7 if args.after else 0):
+            for k, fn in list(after.items()) + [("_pre", pair_pre)]:
+                fn()
+                e0.record(); fn(); e1.record(); e1.synchronize()
+                (pp if k == "_pre" else aft[k]).append(e0.elapsed_time(e1) * 1e3 / 10)
+        if args.after:
+            half = statistics.median(pp) / 2
+            aft = {k: [t - half for t in v] for k, v in aft.items()}
+        for mode, ts in (("clean", clean), ("b2b", b2b)) + ((("after", aft),) if args.after else ()):
             med = {k: statistics.median(v) for k, v in ts.items()}
             for k, us in med.items():
                 k_bytes = 2 if k in ("copy", "lead") else 3
