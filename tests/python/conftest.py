@@ -143,3 +143,22 @@ def gen():
 def _threads():
     samebits.set_num_threads(2)
     yield
+
+
+def rmsnorm_dw_in_order(x, dy, rstd, w_dtype, chunk: int = 32) -> torch.Tensor:
+    """RMSNorm's weight gradient by the documented order (docs/numerics_dense.md,
+    "RMSNorm bwd dw"), one rounded fp32 operation at a time on the CPU: dy in
+    x's dtype (as the op converts it), xh = x * rstd, each term dy * xh; rows in
+    chunks of `chunk` consecutive rows from row 0, a chunk's partial the left
+    to right sum of its rows' terms from +0, dw the left fold of the partials
+    from +0, chunk 0 first; then rounded to w_dtype. x, dy (M, N); rstd (M,)."""
+    xf = x.detach().cpu().float()
+    d = dy.detach().cpu().to(x.dtype).float()
+    t = d * (xf * rstd.detach().cpu().float()[:, None])
+    dw = torch.zeros(x.shape[1])
+    for c0 in range(0, x.shape[0], chunk):
+        part = torch.zeros(x.shape[1])
+        for r in range(c0, min(x.shape[0], c0 + chunk)):
+            part = part + t[r]
+        dw = dw + part
+    return dw.to(w_dtype)

@@ -733,3 +733,30 @@ def test_rmsnorm_dw_inline_fold_equals_fold_kernel_and_split(M, N, dtype, wdtype
     assert not torch.equal(dw3, dw)
     changed = (dx3 != dx).any(dim=1).nonzero().flatten().tolist()
     assert changed == [r]
+
+
+# The CUDA weight gradient follows the order docs/numerics_dense.md writes
+# down, on every launch path (the fused kernel with the fold inline or as its
+# own kernel, the split kernels): equal bit for bit to an fp32
+# re-computation in that order on the CPU (conftest.rmsnorm_dw_in_order, the
+# check test_dense.py makes of the CPU backend). Negative control: the
+# re-computation in chunks of 16 rows differs.
+@pytest.mark.parametrize("M,N", [(513, 1024), (4096, 8192), (5000, 4096)])
+def test_rmsnorm_dw_follows_the_documented_order(M, N, monkeypatch):
+    from conftest import rmsnorm_dw_in_order
+    from samebits import dense as D
+
+    g = torch.Generator().manual_seed(M + N)
+    x = (torch.randn(M, N, generator=g) * 2).to(torch.bfloat16).cuda()
+    dy = torch.randn(M, N, generator=g).to(torch.bfloat16).cuda()
+    w = (1 + torch.randn(N, generator=g) / 4).cuda()  # fp32: dw keeps the fp32 fold's bits
+    rstd = D._rmsnorm_fwd_impl(x, None, w, 1e-6)[2]
+    ref = rmsnorm_dw_in_order(x, dy, rstd, torch.float32)
+    assert not torch.equal(ref, rmsnorm_dw_in_order(x, dy, rstd, torch.float32, chunk=16))
+    for env in ({}, {"SAMEBITS_RMSNORM_DW_PATH": "fused"}, *DW_LAUNCHES):
+        for var in ("SAMEBITS_RMSNORM_DW_FOLD", "SAMEBITS_RMSNORM_DW_PATH"):
+            monkeypatch.delenv(var, raising=False)
+        for var, val in env.items():
+            monkeypatch.setenv(var, val)
+        _, dw = D._rms_norm_bwd_op(dy, x, w, rstd, True)
+        assert torch.equal(dw.cpu(), ref), env

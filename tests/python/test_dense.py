@@ -342,3 +342,28 @@ def test_row_ops_eager_fast_path_is_the_op(name):
     x2 = x.clone()
     x2[2, 3] += 1.0  # negative control: a changed input changes what was compared
     assert not torch.equal(op(x2, r, w), y2)
+
+
+# RMSNorm's weight gradient is pinned to the order docs/numerics_dense.md
+# writes down, not only to itself: the CPU backend's dw equals an fp32
+# re-computation in that order bit for bit (conftest.rmsnorm_dw_in_order).
+# Negative control: the same re-computation in chunks of 16 rows, or in one
+# chunk, differs from it (at 600 and 1000 rows, with dw in fp32: rounded to
+# 16 bits the orders' results mostly coincide).
+@pytest.mark.parametrize("M,N", [(1, 40), (33, 64), (600, 40), (1000, 72)])
+@pytest.mark.parametrize("dtype,wdtype", [(torch.float32, torch.float32), (torch.bfloat16, torch.bfloat16),
+                                          (torch.float16, torch.float16), (torch.bfloat16, torch.float32)])
+def test_rmsnorm_dw_follows_the_documented_order(M, N, dtype, wdtype):
+    from conftest import rmsnorm_dw_in_order
+
+    g = torch.Generator().manual_seed(M * 131 + N)
+    x = (torch.randn(M, N, generator=g) * 2).to(dtype)
+    dy = torch.randn(M, N, generator=g).to(dtype)
+    w = (1 + torch.randn(N, generator=g) / 4).to(wdtype)
+    rstd = D._rmsnorm_fwd_impl(x, None, w, 1e-6)[2]
+    _, dw = D._rms_norm_bwd_op(dy, x, w, rstd, True)
+    assert dw.dtype == wdtype
+    assert torch.equal(dw, rmsnorm_dw_in_order(x, dy, rstd, wdtype))
+    if M >= 600 and wdtype == torch.float32:
+        assert not torch.equal(dw, rmsnorm_dw_in_order(x, dy, rstd, wdtype, chunk=16))
+        assert not torch.equal(dw, rmsnorm_dw_in_order(x, dy, rstd, wdtype, chunk=M))
