@@ -162,3 +162,71 @@ def rmsnorm_dw_in_order(x, dy, rstd, w_dtype, chunk: int = 32) -> torch.Tensor:
             part = part + t[r]
         dw = dw + part
     return dw.to(w_dtype)
+
+
+def lane16_row_sums(t: torch.Tensor) -> torch.Tensor:
+    """The CPU backend's row reduction (docs/numerics_dense.md, "lane-16 sum")
+    of the fp32 terms t (rows, n), one rounded add at a time: lane j adds
+    t[j], t[j + 16], ... left to right from +0, then l[j] += l[j + w] for w =
+    8, 4, 2, 1 (j < w)."""
+    rows, n = t.shape
+    lanes = torch.zeros(rows, 16)
+    full = n // 16 * 16
+    for i in range(0, full, 16):
+        lanes = lanes + t[:, i:i + 16]
+    if n > full:
+        lanes[:, :n - full] = lanes[:, :n - full] + t[:, full:]
+    for w in (8, 4, 2, 1):
+        lanes[:, :w] = lanes[:, :w] + lanes[:, w:2 * w]
+    return lanes[:, 0].clone()
+
+
+def tree256_row_sums(t: torch.Tensor, vec: int) -> torch.Tensor:
+    """The sm90 backend's row reduction (docs/numerics_dense.md, "Row
+    reductions") of the fp32 terms t (rows, n): element j belongs to thread
+    (j // vec) % 256, which adds its elements in increasing j from +0 (a
+    vector that starts inside the row adds +0 for its elements past the end);
+    each warp's 32 lanes combine by an xor butterfly (offsets 16, 8, 4, 2, 1);
+    the 8 warp totals are added in order from +0, warp 0 first."""
+    rows, n = t.shape
+    per = 256 * vec
+    slots = max(1, -(-n // per))
+    tp = torch.zeros(rows, slots * per)
+    tp[:, :n] = t
+    tp = tp.view(rows, slots, 256, vec)
+    s = torch.zeros(rows, 256)
+    for c in range(slots):
+        live = (c * 256 + torch.arange(256)) * vec < n
+        for v in range(vec):
+            s = torch.where(live, s + tp[:, c, :, v], s)
+    s = s.view(rows, 8, 32)
+    for o in (16, 8, 4, 2, 1):
+        s = s + s[:, :, torch.arange(32) ^ o]
+    total = torch.zeros(rows)
+    for w in range(8):
+        total = total + s[:, w, 0]
+    return total
+
+
+def row_ops_in_order(row_sums, x, w, dy, eps: float) -> dict:
+    """sum, mean, RMSNorm's rstd and y, and its dx (docs/numerics_dense.md's
+    formulas, one rounded fp32 operation at a time on the CPU) with the row
+    reduction row_sums; y and dx rounded to x's dtype. x, dy (M, N) in x's
+    dtype, w (N,) (or None)."""
+    xf = x.detach().cpu().float()
+    n = torch.tensor(float(x.shape[1]))
+    wf = w.detach().cpu().float() if w is not None else None
+    s = row_sums(xf)
+    ss = row_sums(xf * xf)
+    # the square root in fp64, rounded once to fp32 (correctly rounded, as the
+    # kernels' sqrt is; torch's fp32 sqrt on the CPU can be 1 ulp off)
+    rstd = torch.tensor(1.0) / torch.sqrt((ss / n + torch.tensor(eps, dtype=torch.float32)).double()).float()
+    y = xf * rstd[:, None]
+    if wf is not None:
+        y = y * wf
+    d = dy.detach().cpu().to(x.dtype).float()
+    g = d * wf if wf is not None else d
+    xh = xf * rstd[:, None]
+    m = row_sums(g * xh) / n
+    dx = rstd[:, None] * (g - xh * m[:, None])
+    return {"sum": s, "mean": s / n, "rstd": rstd, "y": y.to(x.dtype), "dx": dx.to(x.dtype)}

@@ -760,3 +760,39 @@ def test_rmsnorm_dw_follows_the_documented_order(M, N, monkeypatch):
             monkeypatch.setenv(var, val)
         _, dw = D._rms_norm_bwd_op(dy, x, w, rstd, True)
         assert torch.equal(dw.cpu(), ref), env
+
+
+# The sm90 row ops follow docs/numerics_dense.md to the bit: sum and mean (in
+# fp32), RMSNorm's rstd, y and dx equal a re-computation by the documented
+# formulas and the 256-thread tree (conftest.tree256_row_sums), for rows
+# held in registers and rows re-read by the loop kernels (20000 columns),
+# and dx of 4096 rows on every RMSNorm backward path. Negative control: the
+# CPU's lane-16 order differs somewhere.
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_row_ops_follow_the_documented_tree(dtype, monkeypatch):
+    from conftest import lane16_row_sums, row_ops_in_order, tree256_row_sums
+    from samebits import dense as D
+
+    vec = 16 // torch.tensor([], dtype=dtype).element_size()
+    other = False
+    for M, N in ((5, 64), (5, 1000), (5, 4096), (5, 8192), (3, 20000), (4096, 8192)):
+        g = torch.Generator().manual_seed(N + M)
+        x = (torch.randn(M, N, generator=g) * 2).to(dtype).cuda()
+        dy = torch.randn(M, N, generator=g).to(dtype).cuda()
+        w = (1 + torch.randn(N, generator=g) / 4).to(dtype).cuda()
+        want = row_ops_in_order(lambda t: tree256_row_sums(t, vec), x, w, dy, 1e-6)
+        y, _, rstd = D._rmsnorm_fwd_impl(x, None, w, 1e-6)
+        got = {"sum": D.reduce_rows(x, False, torch.float32), "mean": D.reduce_rows(x, True, torch.float32),
+               "rstd": rstd, "y": y}
+        for env in ({}, {"SAMEBITS_RMSNORM_DW_PATH": "fused"}, {"SAMEBITS_RMSNORM_DW_PATH": "split"}):
+            for var in ("SAMEBITS_RMSNORM_DW_FOLD", "SAMEBITS_RMSNORM_DW_PATH"):
+                monkeypatch.delenv(var, raising=False)
+            for var, val in env.items():
+                monkeypatch.setenv(var, val)
+            got[f"dx {env}"] = D._rms_norm_bwd_op(dy, x, w, rstd, True)[0]
+            got[f"dx no dw {env}"] = D._rms_norm_bwd_op(dy, x, w, rstd, False)[0]
+        for k, v in got.items():
+            assert torch.equal(v.cpu(), want[k.split(" ")[0]]), (k, M, N)
+        alt = row_ops_in_order(lane16_row_sums, x, w, dy, 1e-6)
+        other |= any(not torch.equal(got[k].cpu(), alt[k]) for k in ("sum", "mean", "rstd"))
+    assert other

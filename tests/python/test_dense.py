@@ -367,3 +367,30 @@ def test_rmsnorm_dw_follows_the_documented_order(M, N, dtype, wdtype):
     if M >= 600 and wdtype == torch.float32:
         assert not torch.equal(dw, rmsnorm_dw_in_order(x, dy, rstd, wdtype, chunk=16))
         assert not torch.equal(dw, rmsnorm_dw_in_order(x, dy, rstd, wdtype, chunk=M))
+
+
+# The CPU row ops follow docs/numerics_dense.md to the bit: sum and mean (in
+# fp32), RMSNorm's rstd, y and dx equal a re-computation by the documented
+# formulas and lane-16 order (conftest.row_ops_in_order). Negative control:
+# the same re-computation with the sm90 order (conftest.tree256_row_sums)
+# differs somewhere.
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_row_ops_follow_the_documented_order(dtype):
+    from conftest import lane16_row_sums, row_ops_in_order, tree256_row_sums
+
+    other = False
+    for N in (1, 15, 16, 17, 40, 1000, 4099):
+        g = torch.Generator().manual_seed(N)
+        x = (torch.randn(5, N, generator=g) * 2).to(dtype)
+        dy = torch.randn(5, N, generator=g).to(dtype)
+        w = (1 + torch.randn(N, generator=g) / 4).to(dtype)
+        want = row_ops_in_order(lane16_row_sums, x, w, dy, 1e-6)
+        y, _, rstd = D._rmsnorm_fwd_impl(x, None, w, 1e-6)
+        got = {"sum": D.reduce_rows(x, False, torch.float32), "mean": D.reduce_rows(x, True, torch.float32),
+               "rstd": rstd, "y": y, "dx": D._rms_norm_bwd_op(dy, x, w, rstd, False)[0]}
+        for k, v in want.items():
+            assert torch.equal(got[k], v), (k, N)
+        vec = 16 // x.element_size()
+        alt = row_ops_in_order(lambda t: tree256_row_sums(t, vec), x, w, dy, 1e-6)
+        other |= any(not torch.equal(got[k], alt[k]) for k in ("sum", "mean", "rstd"))
+    assert other
