@@ -394,3 +394,31 @@ def test_row_ops_follow_the_documented_order(dtype):
         alt = row_ops_in_order(lambda t: tree256_row_sums(t, vec), x, w, dy, 1e-6)
         other |= any(not torch.equal(got[k], alt[k]) for k in ("sum", "mean", "rstd"))
     assert other
+
+
+# The CPU GEMM follows docs/numerics_dense.md to the bit: out = alpha * S +
+# beta * bias, S the lane-16 sum over k of the fp32-rounded products, one
+# rounding to the output dtype. Negative control (fp32 out; rounded to 16
+# bits the two orders' results coincide here): S summed left to right over
+# k differs somewhere.
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_gemm_follows_the_documented_order(dtype):
+    from conftest import lane16_row_sums
+
+    other = False
+    for k in (1, 15, 17, 100, 1000):
+        g = torch.Generator().manual_seed(k)
+        a = torch.randn(8, k, generator=g).to(dtype)
+        b = torch.randn(k, 32, generator=g).to(dtype)
+        bias = torch.randn(8, 32, generator=g).to(dtype)
+        prods = (a.float()[:, :, None] * b.float()[None, :, :]).permute(0, 2, 1).reshape(256, k)
+        s = lane16_row_sums(prods).view(8, 32)
+        want = (torch.tensor(0.5) * s + torch.tensor(2.0) * bias.float()).to(dtype)
+        got = D.addmm(bias, a, b, beta=2.0, alpha=0.5)
+        assert torch.equal(got, want), k
+        assert torch.equal(D.matmul(a, b), s.to(dtype)), k
+        plain = torch.zeros(256)
+        for q in range(k):
+            plain = plain + prods[:, q]
+        other |= not torch.equal(D.matmul(a, b), plain.view(8, 32).to(dtype))
+    assert other or dtype != torch.float32
