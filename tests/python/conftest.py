@@ -230,3 +230,85 @@ def row_ops_in_order(row_sums, x, w, dy, eps: float) -> dict:
     m = row_sums(g * xh) / n
     dx = rstd[:, None] * (g - xh * m[:, None])
     return {"sum": s, "mean": s / n, "rstd": rstd, "y": y.to(x.dtype), "dx": dx.to(x.dtype)}
+
+
+def cpu_exp2(x: torch.Tensor) -> torch.Tensor:
+    """The CPU backend's exp2 (src/cpu/numerics.h, docs/numerics.md) in
+    numpy fp32, operation for operation: x = n + f by the 1.5 * 2^23 trick,
+    2^f by a degree-7 Horner polynomial (no fused multiply-add), then two
+    exact power-of-two scalings."""
+    import numpy as np
+
+    f32 = np.float32
+    with np.errstate(invalid="ignore", over="ignore"):
+        v = x.detach().cpu().float().numpy().astype(f32)
+        v = np.where(v < f32(-151.0), f32(-151.0), v)
+        v = np.where(v > f32(128.0), f32(128.0), v).astype(f32)
+        magic = f32(12582912.0)  # 0x1.8p23
+        big = (v + magic).astype(f32)
+        f = (v - (big - magic).astype(f32)).astype(f32)
+        n = big.view(np.int32).astype(np.int64) - np.array([magic], f32).view(np.int32)[0]
+        n1 = n >> 1
+        n2 = n - n1
+        s1 = ((n1 + 127) << 23).astype(np.uint32).view(f32)
+        s2 = ((n2 + 127) << 23).astype(np.uint32).view(f32)
+        p = np.full_like(f, f32(1.525273380405984e-05))
+        for c in (1.5403530393381606e-04, 1.3333558146428443e-03, 9.618129107628477e-03,
+                  5.550410866482158e-02, 2.402265069591007e-01, 6.931471805599453e-01, 1.0):
+            p = ((p * f).astype(f32) + f32(c)).astype(f32)
+        out = ((p * s1).astype(f32) * s2).astype(f32)
+    return torch.from_numpy(out)
+
+
+def cpu_log2(x: float) -> float:
+    """The CPU backend's log2 (once per row, for the LSE and log_softmax):
+    exponent plus an atanh series in fp64, rounded once to fp32."""
+    import math
+
+    import numpy as np
+
+    if not x > 0.0:
+        return float("-inf") if x == 0.0 else float("nan")
+    if math.isinf(x):
+        return x
+    m, e = math.frexp(x)
+    if m < 0.70710678118654752:
+        m *= 2.0
+        e -= 1
+    z = (m - 1.0) / (m + 1.0)
+    z2, term, total = z * z, z, 0.0
+    for k in range(14):
+        total += term / float(2 * k + 1)
+        term *= z2
+    return float(np.float32(float(e) + 2.0 * total * 1.4426950408889634074))
+
+
+def cpu_softmax_in_order(x: torch.Tensor, log: bool, out_dtype) -> torch.Tensor:
+    """The CPU backend's softmax / log_softmax (docs/numerics_dense.md): mx the
+    row max (0 for an all -inf row), e = exp2((x - mx) * log2e), s the lane-16
+    sum of e; y = e * (1 / s), or (x - mx) - log2(s) * ln2."""
+    import numpy as np
+
+    xf = x.detach().cpu().float()
+    mx = xf.max(dim=1).values
+    mx = torch.where(mx == float("-inf"), torch.zeros_like(mx), mx)
+    d = xf - mx[:, None]
+    e = cpu_exp2(d * torch.tensor(float(np.float32(1.4426950408889634))))
+    s = lane16_row_sums(e)
+    if log:
+        ls = torch.tensor([float(np.float32(cpu_log2(float(v))) * np.float32(0.6931471805599453)) for v in s])
+        return (d - ls[:, None]).to(out_dtype)
+    return (e * (torch.tensor(1.0) / s)[:, None]).to(out_dtype)
+
+
+def cpu_softmax_backward_in_order(y: torch.Tensor, dy: torch.Tensor, log: bool, dx_dtype) -> torch.Tensor:
+    """dx of the CPU softmax (docs/numerics_dense.md): log: s = lane-16 sum of
+    dy, dx = dy - exp(y) * s; else s = lane-16 sum of dy * y, dx = y * (dy - s)."""
+    import numpy as np
+
+    yf, df = y.detach().cpu().float(), dy.detach().cpu().float()
+    if log:
+        s = lane16_row_sums(df)
+        return (df - cpu_exp2(yf * torch.tensor(float(np.float32(1.4426950408889634)))) * s[:, None]).to(dx_dtype)
+    s = lane16_row_sums(df * yf)
+    return (yf * (df - s[:, None])).to(dx_dtype)

@@ -422,3 +422,31 @@ def test_gemm_follows_the_documented_order(dtype):
             plain = plain + prods[:, q]
         other |= not torch.equal(D.matmul(a, b), plain.view(8, 32).to(dtype))
     assert other or dtype != torch.float32
+
+
+# The CPU softmax and log_softmax, forward and backward, follow
+# docs/numerics_dense.md to the bit, down to the backend's own exp2 and
+# log2 (conftest.cpu_exp2, cpu_log2: the same operations in numpy). Negative
+# control: torch's exp in their place changes some output.
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_softmax_follows_the_documented_order(dtype):
+    from conftest import cpu_softmax_backward_in_order, cpu_softmax_in_order
+
+    other = False
+    for N in (1, 17, 1000):
+        g = torch.Generator().manual_seed(N + 3)
+        x = (torch.randn(6, N, generator=g) * 4).to(dtype)
+        if N > 1:
+            x[1, ::3] = float("-inf")
+        dy = torch.randn(6, N, generator=g).to(dtype)
+        for log in (False, True):
+            for out_dtype in (dtype, torch.float32):
+                y = D._softmax_op(x, log, out_dtype)
+                assert torch.equal(y, cpu_softmax_in_order(x, log, out_dtype)), (N, log, out_dtype)
+                dx = D._softmax_bwd_op(y, dy.to(out_dtype), log, dtype)
+                assert torch.equal(dx, cpu_softmax_backward_in_order(y, dy.to(out_dtype), log, dtype)), (N, log)
+            if not log:
+                xf = x.float()
+                e = torch.exp(xf - xf.max(dim=1, keepdim=True).values)
+                other |= not torch.equal(D._softmax_op(x, False, torch.float32), e / e.sum(dim=1, keepdim=True))
+    assert other
