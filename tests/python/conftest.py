@@ -312,3 +312,169 @@ def cpu_softmax_backward_in_order(y: torch.Tensor, dy: torch.Tensor, log: bool, 
         return (df - cpu_exp2(yf * torch.tensor(float(np.float32(1.4426950408889634)))) * s[:, None]).to(dx_dtype)
     s = lane16_row_sums(df * yf)
     return (yf * (df - s[:, None])).to(dx_dtype)
+
+
+def cpu_tanh(y: torch.Tensor) -> torch.Tensor:
+    """The CPU backend's tanh (src/cpu/numerics.h) in numpy fp64, rounded
+    once to fp32: expm1(-2|y|) by its Taylor series to degree 18 after exact
+    halvings to >= -1/2, undone by e -> e * (e + 2); tanh = -e / (e + 2)."""
+    import numpy as np
+
+    yv = y.detach().cpu().float().numpy().astype(np.float64)
+    a = np.abs(yv)
+    x = -2.0 * np.minimum(a, 10.0)
+    halv = np.zeros(x.shape, dtype=np.int64)
+    while (x < -0.5).any():
+        m = x < -0.5
+        x = np.where(m, x * 0.5, x)
+        halv += m
+    term, e = x.copy(), x.copy()
+    for n in range(2, 19):
+        term = term * (x / float(n))
+        e = e + term
+    for k in range(int(halv.max()) if halv.size else 0):
+        e = np.where(halv > k, e * (e + 2.0), e)
+    t = (-e / (e + 2.0)).astype(np.float32)
+    t = np.where(a >= 10.0, np.float32(1.0), t)
+    t = np.where(yv < 0, -t, t).astype(np.float32)
+    return torch.from_numpy(t)
+
+
+def cpu_dot(a: torch.Tensor, b: torch.Tensor, plain: bool = False) -> torch.Tensor:
+    """docs/numerics.md's CPU dot of every row of a (R, D) with every row of b
+    (C, D): lane l = c % 8 adds a[c] * b[c] for c = l, l + 8, ... from +0,
+    then ((l0 + l4) + (l2 + l6)) + ((l1 + l5) + (l3 + l7)); plain (negative
+    controls): every product into lane 0, left to right."""
+    lanes = torch.zeros(8, a.shape[0], b.shape[0])
+    for ch in range(a.shape[1]):
+        ln = 0 if plain else ch % 8
+        lanes[ln] = lanes[ln] + a[:, ch:ch + 1] * b[:, ch][None, :]
+    return ((lanes[0] + lanes[4]) + (lanes[2] + lanes[6])) + ((lanes[1] + lanes[5]) + (lanes[3] + lanes[7]))
+
+
+def _logits(s, scale: float, softcap: float):
+    """docs/numerics.md "Logits": (t, h) of the scores s, h the softcap's tanh
+    (None without one)."""
+    import numpy as np
+
+    f32 = np.float32
+    log2e = torch.tensor(float(f32(1.4426950408889634)))
+    sc = torch.tensor(float(f32(scale)))
+    if softcap > 0:
+        cap = torch.tensor(float(f32(softcap)))
+        h = cpu_tanh(s * (sc / cap))
+        return h * (cap * log2e), h
+    return s * (sc * log2e), None
+
+
+def cpu_attention_backward_in_order(q, k, v, out, lse, dout, *, scale: float, softcap: float = 0.0,
+                                    window=(-1, -1), heads_descending: bool = False):
+    """The CPU backend's attention backward by docs/numerics.md "Backward",
+    one rounded fp32 operation at a time: P = exp2(t - lse * log2e), D_i =
+    dot(dout_i, out_i), dP = dot(dout_i, v_j), dS = P * (dP - D), G (times
+    1 - h * h under a softcap); dq_i over keys ascending, dk_j / dv_j over the
+    group's query heads ascending and rows ascending, one f32 accumulator
+    each; scale (dq, dk), then one rounding. Invisible keys enter with P = G
+    = 0 (adding a zero product to an accumulator that started at +0 changes
+    no bit). Returns dq, dk, dv in q's dtype. heads_descending (negative
+    controls): the group's heads in descending order."""
+    import numpy as np
+
+    B, Lq, H, D = q.shape
+    Lk, Hk = k.shape[1], k.shape[2]
+    grp = H // Hk
+    log2e = torch.tensor(float(np.float32(1.4426950408889634)))
+    sc = torch.tensor(float(np.float32(scale)))
+    vis = visible(Lq, Lk, *window)
+    dq, dk, dv = torch.zeros(B, Lq, H, D), torch.zeros(B, Lk, Hk, D), torch.zeros(B, Lk, Hk, D)
+    for b in range(B):
+        for g in range(Hk):
+            kf, vf = k[b, :, g].float(), v[b, :, g].float()
+            acc_k, acc_v = torch.zeros(Lk, D), torch.zeros(Lk, D)
+            heads = range(g * grp, (g + 1) * grp)
+            for h in reversed(heads) if heads_descending else heads:
+                qf, of, df = q[b, :, h].float(), out[b, :, h].float(), dout[b, :, h].float()
+                t, hh = _logits(cpu_dot(qf, kf), scale, softcap)
+                t = torch.where(vis, t, torch.tensor(float("-inf")))
+                P = cpu_exp2(t - (lse[b, h].float() * log2e)[:, None])
+                Dv = torch.diagonal(cpu_dot(df, of))
+                dS = P * (cpu_dot(df, vf) - Dv[:, None])
+                G = dS * (torch.tensor(1.0) - hh * hh) if hh is not None else dS
+                G = torch.where(vis, G, torch.zeros_like(G))
+                rP, rG = P.to(q.dtype).float(), G.to(q.dtype).float()
+                acc_q = torch.zeros(Lq, D)
+                for j in range(Lk):
+                    acc_q = acc_q + rG[:, j:j + 1] * kf[j][None, :]
+                dq[b, :, h] = sc * acc_q
+                for i in range(Lq):
+                    acc_v = acc_v + rP[i][:, None] * df[i][None, :]
+                    acc_k = acc_k + rG[i][:, None] * qf[i][None, :]
+            dk[b, :, g] = sc * acc_k
+            dv[b, :, g] = acc_v
+    return dq.to(q.dtype), dk.to(q.dtype), dv.to(q.dtype)
+
+
+def cpu_attention_in_order(q, k, v, *, scale: float, softcap: float = 0.0, window=(-1, -1), split=None,
+                           plain_dot: bool = False):
+    """The CPU backend's attention forward by docs/numerics.md, one rounded
+    fp32 operation at a time: the 8-lane dot, base-2 logits, the online
+    softmax over KV blocks of each split (blocks and splits from
+    samebits.kv_block_size / split_size), the left fold of the splits, the
+    output and natural-log LSE. Invisible keys enter as t = -inf, p = 0
+    (the document's exact identities make that equal to skipping them).
+    q (B, Lq, H, D), k / v (B, Lk, Hk, D); returns out (B, Lq, H, D) in q's
+    dtype and lse (B, H, Lq) fp32. For negative controls: split (keys) in
+    place of the table's, plain_dot sums the dot left to right."""
+    import numpy as np
+
+    import samebits
+
+    f32 = np.float32
+    B, Lq, H, D = q.shape
+    Lk, Hk = k.shape[1], k.shape[2]
+    bn, sp = samebits.kv_block_size(D, q.dtype), split or samebits.split_size(D, q.dtype)
+    ln2 = torch.tensor(float(f32(0.6931471805599453)))
+    inf = float("inf")
+    vis = visible(Lq, Lk, *window)  # (Lq, Lk)
+    out = torch.zeros(B, Lq, H, D)
+    lse = torch.zeros(B, H, Lq)
+    for b in range(B):
+        for h in range(H):
+            hk = h // (H // Hk)
+            qf, kf, vf = q[b, :, h].float(), k[b, :, hk].float(), v[b, :, hk].float()
+            s = cpu_dot(qf, kf, plain=plain_dot)
+            t = _logits(s, scale, softcap)[0]
+            t = torch.where(vis, t, torch.tensor(-inf))
+            M, L, ACC = torch.full((Lq,), -inf), torch.zeros(Lq), torch.zeros(Lq, D)
+            for s0 in range(0, Lk, sp):
+                m, l, acc = torch.full((Lq,), -inf), torch.zeros(Lq), torch.zeros(Lq, D)
+                for j0 in range(s0, min(Lk, s0 + sp), bn):
+                    j1 = min(Lk, j0 + bn)
+                    tb = t[:, j0:j1]
+                    m_new = torch.maximum(m, tb.max(dim=1).values)
+                    ms = torch.where(m_new == -inf, torch.zeros_like(m_new), m_new)
+                    alpha = cpu_exp2(m - ms)
+                    p = cpu_exp2(tb - ms[:, None])
+                    rowsum = torch.zeros(Lq)
+                    pv = torch.zeros(Lq, D)
+                    rp = p.to(q.dtype).float()
+                    for j in range(j1 - j0):
+                        rowsum = rowsum + p[:, j]
+                        pv = pv + rp[:, j:j + 1] * vf[j0 + j][None, :]
+                    l = l * alpha + rowsum
+                    acc = acc * alpha[:, None] + pv
+                    m = m_new
+                M_new = torch.maximum(M, m)
+                Ms = torch.where(M_new == -inf, torch.zeros_like(M_new), M_new)
+                a, bb = cpu_exp2(M - Ms), cpu_exp2(m - Ms)
+                L = L * a + l * bb
+                ACC = ACC * a[:, None] + acc * bb[:, None]
+                M = M_new
+            empty = L == 0
+            inv = torch.tensor(1.0) / torch.where(empty, torch.ones_like(L), L)
+            o = torch.where(empty[:, None], torch.zeros_like(ACC), ACC * inv[:, None])
+            lg = torch.tensor([cpu_log2(float(x)) for x in L])
+            ls = torch.where(empty, torch.tensor(inf), (M + lg) * ln2)
+            out[b, :, h] = o
+            lse[b, h] = ls
+    return out.to(q.dtype), lse
