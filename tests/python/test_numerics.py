@@ -8,7 +8,8 @@ P from the LSE, D, dS, G, and the accumulation orders of dq, dk, dv), with
 the backend's exp2, log2 and tanh redone in numpy. Cases cross KV blocks and
 splits (2100 keys: three splits of 1024), take both block sizes of the
 tile table (head dim 64: 128 keys; 256: 64), GQA, causal and window masks,
-rows that see no key. Negative controls: the same procedure with one split
+rows that see no key; and decode / verify rows over a paged cache (after
+the append) equal the re-computation of their sequence. Negative controls: the same procedure with one split
 spanning every key, or with the dot summed left to right, changes some
 output; the backward's dk summed over the group's heads in descending order
 changes some dk."""
@@ -69,3 +70,34 @@ def test_the_procedure_test_can_fail():
         dk = cpu_attention_backward_in_order(q, k, v, out.detach(), lse.detach(), dout, scale=D ** -0.5,
                                              heads_descending=desc)[1]
         assert torch.equal(kg.grad, dk) != desc
+
+
+def test_decode_over_a_paged_cache_follows_the_documented_procedure():
+    # Two sequences of 2100 and 700 cached keys in scattered 64-key pages, one
+    # new key each appended, a decode row and a 3-row verify chunk: every row
+    # equals the re-computation of its own sequence (the split fold and the
+    # append included).
+    dtype, D, Hk, H, ps = torch.bfloat16, 128, 2, 4, 64
+    g = torch.Generator().manual_seed(17)
+    lens = [2100, 700]
+    pages = torch.randperm(80, generator=g).to(torch.int32)
+    block_table = torch.stack([pages[:40], pages[40:80]])
+    k_cache = torch.zeros(80, ps, Hk, D, dtype=dtype)
+    v_cache = torch.zeros(80, ps, Hk, D, dtype=dtype)
+    ks = [torch.randn(n + 3, Hk, D, generator=g).to(dtype) for n in lens]
+    vs = [torch.randn(n + 3, Hk, D, generator=g).to(dtype) for n in lens]
+    for b, n in enumerate(lens):
+        for j in range(n):
+            k_cache[block_table[b, j // ps], j % ps] = ks[b][j]
+            v_cache[block_table[b, j // ps], j % ps] = vs[b][j]
+    seqlens = torch.tensor(lens, dtype=torch.int32)
+    for lnew in (1, 3):
+        q = torch.randn(2, lnew, H, D, generator=g).to(dtype)
+        kn = torch.stack([ks[b][lens[b]:lens[b] + lnew] for b in range(2)])
+        vn = torch.stack([vs[b][lens[b]:lens[b] + lnew] for b in range(2)])
+        out, lse = samebits.attention_with_kvcache(q, k_cache, v_cache, kn, vn, cache_seqlens=seqlens,
+                                                   block_table=block_table, causal=True, return_lse=True)
+        for b, n in enumerate(lens):
+            kb, vb = ks[b][None, :n + lnew], vs[b][None, :n + lnew]
+            wo, wl = cpu_attention_in_order(q[b:b + 1], kb, vb, scale=D ** -0.5, window=(-1, 0))
+            assert torch.equal(out[b:b + 1], wo) and torch.equal(lse[b:b + 1], wl), (lnew, b)
