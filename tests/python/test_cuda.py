@@ -7,6 +7,7 @@ import torch
 
 import samebits
 from conftest import bound, max_err, ref_attention
+from numerics_ref import lane16_row_sums, rmsnorm_dw_in_order, row_ops_in_order, tree256_row_sums
 
 pytestmark = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 
@@ -738,12 +739,11 @@ def test_rmsnorm_dw_inline_fold_equals_fold_kernel_and_split(M, N, dtype, wdtype
 # The CUDA weight gradient follows the order docs/numerics_dense.md writes
 # down, on every launch path (the fused kernel with the fold inline or as its
 # own kernel, the split kernels): equal bit for bit to an fp32
-# re-computation in that order on the CPU (conftest.rmsnorm_dw_in_order, the
+# re-computation in that order on the CPU (numerics_ref.rmsnorm_dw_in_order, the
 # check test_dense.py makes of the CPU backend). Negative control: the
 # re-computation in chunks of 16 rows differs.
 @pytest.mark.parametrize("M,N", [(513, 1024), (4096, 8192), (5000, 4096)])
 def test_rmsnorm_dw_follows_the_documented_order(M, N, monkeypatch):
-    from conftest import rmsnorm_dw_in_order
     from samebits import dense as D
 
     g = torch.Generator().manual_seed(M + N)
@@ -764,13 +764,12 @@ def test_rmsnorm_dw_follows_the_documented_order(M, N, monkeypatch):
 
 # The sm90 row ops follow docs/numerics_dense.md to the bit: sum and mean (in
 # fp32), RMSNorm's rstd, y and dx equal a re-computation by the documented
-# formulas and the 256-thread tree (conftest.tree256_row_sums), for rows
+# formulas and the 256-thread tree (numerics_ref.tree256_row_sums), for rows
 # held in registers and rows re-read by the loop kernels (20000 columns),
 # and dx of 4096 rows on every RMSNorm backward path. Negative control: the
 # CPU's lane-16 order differs somewhere.
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 def test_row_ops_follow_the_documented_tree(dtype, monkeypatch):
-    from conftest import lane16_row_sums, row_ops_in_order, tree256_row_sums
     from samebits import dense as D
 
     vec = 16 // torch.tensor([], dtype=dtype).element_size()

@@ -16,6 +16,8 @@ from samebits import dense as D
 from samebits import mode as Mode
 
 from conftest import dispatched
+from numerics_ref import (cpu_softmax_backward_in_order, cpu_softmax_in_order, lane16_row_sums, rmsnorm_dw_in_order,
+                          row_ops_in_order, tree256_row_sums)
 
 DTYPES = [torch.float32, torch.bfloat16, torch.float16]
 BUCKETS = [1, 2, 7, 64, 513, 4096]
@@ -346,7 +348,7 @@ def test_row_ops_eager_fast_path_is_the_op(name):
 
 # RMSNorm's weight gradient is pinned to the order docs/numerics_dense.md
 # writes down, not only to itself: the CPU backend's dw equals an fp32
-# re-computation in that order bit for bit (conftest.rmsnorm_dw_in_order).
+# re-computation in that order bit for bit (numerics_ref.rmsnorm_dw_in_order).
 # Negative control: the same re-computation in chunks of 16 rows, or in one
 # chunk, differs from it (at 600 and 1000 rows, with dw in fp32: rounded to
 # 16 bits the orders' results mostly coincide).
@@ -354,7 +356,6 @@ def test_row_ops_eager_fast_path_is_the_op(name):
 @pytest.mark.parametrize("dtype,wdtype", [(torch.float32, torch.float32), (torch.bfloat16, torch.bfloat16),
                                           (torch.float16, torch.float16), (torch.bfloat16, torch.float32)])
 def test_rmsnorm_dw_follows_the_documented_order(M, N, dtype, wdtype):
-    from conftest import rmsnorm_dw_in_order
 
     g = torch.Generator().manual_seed(M * 131 + N)
     x = (torch.randn(M, N, generator=g) * 2).to(dtype)
@@ -371,12 +372,11 @@ def test_rmsnorm_dw_follows_the_documented_order(M, N, dtype, wdtype):
 
 # The CPU row ops follow docs/numerics_dense.md to the bit: sum and mean (in
 # fp32), RMSNorm's rstd, y and dx equal a re-computation by the documented
-# formulas and lane-16 order (conftest.row_ops_in_order). Negative control:
-# the same re-computation with the sm90 order (conftest.tree256_row_sums)
+# formulas and lane-16 order (numerics_ref.row_ops_in_order). Negative control:
+# the same re-computation with the sm90 order (numerics_ref.tree256_row_sums)
 # differs somewhere.
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_row_ops_follow_the_documented_order(dtype):
-    from conftest import lane16_row_sums, row_ops_in_order, tree256_row_sums
 
     other = False
     for N in (1, 15, 16, 17, 40, 1000, 4099):
@@ -403,7 +403,6 @@ def test_row_ops_follow_the_documented_order(dtype):
 # k differs somewhere.
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_gemm_follows_the_documented_order(dtype):
-    from conftest import lane16_row_sums
 
     other = False
     for k in (1, 15, 17, 100, 1000):
@@ -426,11 +425,10 @@ def test_gemm_follows_the_documented_order(dtype):
 
 # The CPU softmax and log_softmax, forward and backward, follow
 # docs/numerics_dense.md to the bit, down to the backend's own exp2 and
-# log2 (conftest.cpu_exp2, cpu_log2: the same operations in numpy). Negative
+# log2 (numerics_ref.cpu_exp2, cpu_log2: the same operations in numpy). Negative
 # control: torch's exp in their place changes some output.
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_softmax_follows_the_documented_order(dtype):
-    from conftest import cpu_softmax_backward_in_order, cpu_softmax_in_order
 
     other = False
     for N in (1, 17, 1000):

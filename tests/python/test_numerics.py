@@ -1,9 +1,9 @@
 """The CPU attention forward and backward follow docs/numerics.md to the
 bit: out, LSE, dq, dk and dv equal a re-computation of the documented
 procedure in Python, one rounded fp32 operation at a time
-(conftest.cpu_attention_in_order: the 8-lane dot, base-2 logits with or
+(numerics_ref.cpu_attention_in_order: the 8-lane dot, base-2 logits with or
 without the softcap's tanh, the online softmax over KV blocks, the left fold
-of the splits, the output step; conftest.cpu_attention_backward_in_order:
+of the splits, the output step; numerics_ref.cpu_attention_backward_in_order:
 P from the LSE, D, dS, G, and the accumulation orders of dq, dk, dv), with
 the backend's exp2, log2 and tanh redone in numpy. Cases cross KV blocks and
 splits (2100 keys: three splits of 1024), take both block sizes of the
@@ -18,7 +18,7 @@ import pytest
 import torch
 
 import samebits
-from conftest import cpu_attention_backward_in_order, cpu_attention_in_order
+from numerics_ref import cpu_attention_backward_in_order, cpu_attention_in_order
 
 CASES = [
     # (dtype, B, Lq, Lk, H, Hk, D, causal, window, softcap)
