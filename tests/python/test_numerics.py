@@ -6,10 +6,11 @@ without the softcap's tanh, the online softmax over KV blocks, the left fold
 of the splits, the output step; numerics_ref.cpu_attention_backward_in_order:
 P from the LSE, D, dS, G, and the accumulation orders of dq, dk, dv), with
 the backend's exp2, log2 and tanh redone in numpy. Cases cross KV blocks and
-splits (2100 keys: three splits of 1024), take both block sizes of the
-tile table (head dim 64: 128 keys; 256: 64), GQA, causal and window masks,
-rows that see no key; and decode / verify rows over a paged cache (after
-the append) equal the re-computation of their sequence. Negative controls: the same procedure with one split
+splits (2100 keys: three splits of 1024), take both block sizes of the tile
+table (head dims 8-128: 128 keys; 136-256: 64), GQA and MQA, causal and
+two-sided window masks, the softcap, rows that see no key; and decode /
+verify rows over a paged cache (after the append) equal the re-computation
+of their sequence. Negative controls: the same procedure with one split
 spanning every key, or with the dot summed left to right, changes some
 output; the backward's dk summed over the group's heads in descending order
 changes some dk."""
@@ -27,6 +28,9 @@ CASES = [
     (torch.float16, 1, 6, 2100, 2, 2, 128, True, (700, -1), 0.0),
     (torch.bfloat16, 1, 33, 200, 2, 1, 256, False, (-1, -1), 30.0),
     (torch.float32, 1, 20, 10, 1, 1, 64, True, (-1, -1), 0.0),  # rows 0-9 see no key
+    (torch.float16, 1, 17, 150, 3, 1, 8, False, (-1, -1), 0.0),
+    (torch.bfloat16, 1, 30, 260, 2, 2, 136, False, (50, 20), 0.0),  # 136: 64-key blocks
+    (torch.float32, 2, 9, 70, 4, 1, 24, True, (-1, -1), 5.0),  # MQA
 ]
 
 
