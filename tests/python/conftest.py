@@ -143,4 +143,3 @@ def gen():
 def _threads():
     samebits.set_num_threads(2)
     yield
-
