@@ -81,15 +81,21 @@ def tree256_row_sums(t: torch.Tensor, vec: int) -> torch.Tensor:
     return total
 
 
-def row_ops_in_order(row_sums, x, w, dy, eps: float) -> dict:
+def row_ops_in_order(row_sums, x, w, dy, eps: float, residual=None) -> dict:
     """sum, mean, RMSNorm's rstd and y, and its dx (docs/numerics_dense.md's
     formulas, one rounded fp32 operation at a time on the CPU) with the row
     reduction row_sums; y and dx rounded to x's dtype. x, dy (M, N) in x's
-    dtype, w (N,) (or None)."""
+    dtype, w (N,) (or None). With a residual (M, N): RMSNorm of h = round(x +
+    residual) (returned as "h"); sum and mean stay those of x."""
     xf = x.detach().cpu().float()
+    h = None
+    if residual is not None:
+        h = (xf + residual.detach().cpu().float()).to(x.dtype)
     n = torch.tensor(float(x.shape[1]))
     wf = w.detach().cpu().float() if w is not None else None
     s = row_sums(xf)
+    if h is not None:
+        xf = h.float()
     ss = row_sums(xf * xf)
     # the square root in fp64, rounded once to fp32 (correctly rounded, as the
     # kernels' sqrt is; torch's fp32 sqrt on the CPU can be 1 ulp off)
@@ -102,7 +108,7 @@ def row_ops_in_order(row_sums, x, w, dy, eps: float) -> dict:
     xh = xf * rstd[:, None]
     m = row_sums(g * xh) / n
     dx = rstd[:, None] * (g - xh * m[:, None])
-    return {"sum": s, "mean": s / n, "rstd": rstd, "y": y.to(x.dtype), "dx": dx.to(x.dtype)}
+    return {"sum": s, "mean": s / n, "rstd": rstd, "y": y.to(x.dtype), "dx": dx.to(x.dtype), "h": h}
 
 
 def cpu_exp2(x: torch.Tensor) -> torch.Tensor:

@@ -763,11 +763,12 @@ def test_rmsnorm_dw_follows_the_documented_order(M, N, monkeypatch):
 
 
 # The sm90 row ops follow docs/numerics_dense.md to the bit: sum and mean (in
-# fp32), RMSNorm's rstd, y and dx equal a re-computation by the documented
-# formulas and the 256-thread tree (numerics_ref.tree256_row_sums), for rows
-# held in registers and rows re-read by the loop kernels (20000 columns),
-# and dx of 4096 rows on every RMSNorm backward path. Negative control: the
-# CPU's lane-16 order differs somewhere.
+# fp32), RMSNorm's rstd, y and dx (and, with a residual, h, rstd and y) equal
+# a re-computation by the documented formulas and the 256-thread tree
+# (numerics_ref.tree256_row_sums), for rows held in registers and rows
+# re-read by the loop kernels (20000 columns), and dx of 4096 rows on every
+# RMSNorm backward path. Negative control: the CPU's lane-16 order differs
+# somewhere.
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 def test_row_ops_follow_the_documented_tree(dtype, monkeypatch):
     from samebits import dense as D
@@ -792,6 +793,11 @@ def test_row_ops_follow_the_documented_tree(dtype, monkeypatch):
             got[f"dx no dw {env}"] = D._rms_norm_bwd_op(dy, x, w, rstd, False)[0]
         for k, v in got.items():
             assert torch.equal(v.cpu(), want[k.split(" ")[0]]), (k, M, N)
+        r = torch.randn(M, N, generator=g).to(dtype).cuda()  # add + RMSNorm: h = round(x + r) normalized
+        want_r = row_ops_in_order(lambda t: tree256_row_sums(t, vec), x, w, dy, 1e-6, residual=r)
+        y, h, rstd = D._rmsnorm_fwd_impl(x, r, w, 1e-6)
+        for k, v in (("h", h), ("rstd", rstd), ("y", y)):
+            assert torch.equal(v.cpu(), want_r[k]), (k, "residual", M, N)
         alt = row_ops_in_order(lane16_row_sums, x, w, dy, 1e-6)
         other |= any(not torch.equal(got[k].cpu(), alt[k]) for k in ("sum", "mean", "rstd"))
     assert other

@@ -371,10 +371,10 @@ def test_rmsnorm_dw_follows_the_documented_order(M, N, dtype, wdtype):
 
 
 # The CPU row ops follow docs/numerics_dense.md to the bit: sum and mean (in
-# fp32), RMSNorm's rstd, y and dx equal a re-computation by the documented
-# formulas and lane-16 order (numerics_ref.row_ops_in_order). Negative control:
-# the same re-computation with the sm90 order (numerics_ref.tree256_row_sums)
-# differs somewhere.
+# fp32), RMSNorm's rstd, y and dx (and, with a residual, h, rstd and y) equal
+# a re-computation by the documented formulas and lane-16 order
+# (numerics_ref.row_ops_in_order). Negative control: the same re-computation
+# with the sm90 order (numerics_ref.tree256_row_sums) differs somewhere.
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_row_ops_follow_the_documented_order(dtype):
 
@@ -389,7 +389,12 @@ def test_row_ops_follow_the_documented_order(dtype):
         got = {"sum": D.reduce_rows(x, False, torch.float32), "mean": D.reduce_rows(x, True, torch.float32),
                "rstd": rstd, "y": y, "dx": D._rms_norm_bwd_op(dy, x, w, rstd, False)[0]}
         for k, v in want.items():
-            assert torch.equal(got[k], v), (k, N)
+            if v is not None:
+                assert torch.equal(got[k], v), (k, N)
+        r = torch.randn(5, N, generator=g).to(dtype)  # add + RMSNorm: h = round(x + r) normalized
+        want_r = row_ops_in_order(lane16_row_sums, x, w, dy, 1e-6, residual=r)
+        y, h, rstd = D._rmsnorm_fwd_impl(x, r, w, 1e-6)
+        assert torch.equal(h, want_r["h"]) and torch.equal(rstd, want_r["rstd"]) and torch.equal(y, want_r["y"]), N
         vec = 16 // x.element_size()
         alt = row_ops_in_order(lambda t: tree256_row_sums(t, vec), x, w, dy, 1e-6)
         other |= any(not torch.equal(got[k], alt[k]) for k in ("sum", "mean", "rstd"))
