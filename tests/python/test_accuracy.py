@@ -195,7 +195,6 @@ def _kvcache_case(B, H, Hk, D, dtype, lens, Lq, Lnew, page_size, capacity, gen):
 def _logical(cache, table, b, n):
     if table is None:
         return cache[b, :n]
-    ps = cache.shape[1]
     return torch.cat([cache[int(p)] for p in table[b]], 0)[:n]
 
 

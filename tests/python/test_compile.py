@@ -167,8 +167,7 @@ def test_attention_eager_fast_path_is_the_op(case):
         kw.update(wl=5, softcap=7.0)
         call.update(window_size=(5, -1), softcap=7.0)
     if case == "varlen":
-        lens = [5, 19, 1]
-        cu = torch.tensor([0, 5, 24, 25], dtype=torch.int32)
+        cu = torch.tensor([0, 5, 24, 25], dtype=torch.int32)  # lengths 5, 19, 1
         q, k, v = (torch.randn(25, h, D, generator=g) for h in (H, Hk, Hk))
         fn = lambda q, k, v: samebits.attention_varlen(q, k, v, cu, cu, **call)
     else:

@@ -1,6 +1,5 @@
 """flash-attn 2 compatible surface: argument mapping and return values."""
 
-import pytest
 import torch
 
 import samebits

@@ -241,8 +241,7 @@ def test_thread_count(gen):
 
 def test_max_seqlen_hint_never_matters(gen):
     f = FEATURES["bf16-mha-softcap"]
-    lens = [5, 200, 33]
-    cu = torch.tensor([0, 5, 205, 238], dtype=torch.int32)
+    cu = torch.tensor([0, 5, 205, 238], dtype=torch.int32)  # lengths 5, 200, 33
     q, k, v = (randn(238, 2, 128, dtype=torch.bfloat16, gen=gen) for _ in range(3))
     a = samebits.attention_varlen(q, k, v, cu, cu, 200, 200, return_lse=True, **_opts(f))
     b = samebits.attention_varlen(q, k, v, cu, cu, 4096, 1, return_lse=True, **_opts(f))
