@@ -187,6 +187,15 @@ def _gemm_impl(a, b, bias, alpha, beta):
     n = b3.size(-1)
     b3, layout, b_rs = _b_operand(b3)
     out = torch.empty((bs, m, n), dtype=a.dtype, device=a.device)
+    out_shape = (bs, m, n) if batched else (m, n)
+    if bias is not None:
+        try:
+            fits = torch.broadcast_shapes(bias.shape, out_shape) == torch.Size(out_shape)
+        except RuntimeError:
+            fits = False
+        if not fits:
+            raise ValueError(f"samebits gemm: bias of shape {tuple(bias.shape)} does not broadcast to the "
+                             f"output's shape {out_shape}")
     p = SbGemmParams()
     p.dtype = p.bias_dtype = _dt(a.dtype)
     p.out_dtype = _dt(out.dtype)
@@ -197,7 +206,7 @@ def _gemm_impl(a, b, bias, alpha, beta):
     p.b, p.b_layout, p.b_row_stride = b3.data_ptr(), layout, b_rs
     p.b_batch_stride = b3.stride(0) if bs > 1 else 0
     if bias is not None:
-        bias3 = bias.expand(bs, m, n) if bias.dim() <= 2 else bias
+        bias3 = bias.expand(bs, m, n)  # broadcast dims get stride 0, read as such
         if bias3.stride(-1) != 1 and n > 1:
             bias3 = bias3.contiguous()
         p.bias, p.bias_dtype = bias3.data_ptr(), _dt(bias3.dtype)
@@ -446,6 +455,13 @@ def add_rms_norm(x, residual, weight=None, eps: float = 1e-6):
     _dt(x.dtype)
     if residual.dtype != x.dtype:
         raise TypeError("samebits add_rms_norm: residual must have x's dtype")
+    try:
+        fits = torch.broadcast_shapes(residual.shape, x.shape) == x.shape
+    except RuntimeError:
+        fits = False
+    if not fits:
+        raise ValueError(f"samebits add_rms_norm: residual of shape {tuple(residual.shape)} does not broadcast "
+                         f"to x's shape {tuple(x.shape)}")
     y, h, _ = add_rms_norm_rows(x, residual, weight, float(eps))
     return y, h
 
@@ -517,11 +533,22 @@ _softmax_bwd_op.register_autograd(
 )
 
 
+def _wrap_dim(dim, nd: int, op: str) -> int:
+    """dim of an nd-D tensor as a non-negative index (a 0-D tensor takes -1
+    and 0, as in torch); anything else is an error naming the op."""
+    n = max(nd, 1)
+    if isinstance(dim, bool) or not isinstance(dim, int):
+        raise TypeError(f"samebits {op}: dim must be an int, got {type(dim).__name__}")
+    if not -n <= dim < n:
+        raise IndexError(f"samebits {op}: dim {dim} is out of range for a {nd}-D tensor (expected {-n} to {n - 1})")
+    return dim % n
+
+
 def _softmax_common(x, dim, dtype, log):
     if dtype is not None:
         x = x.to(dtype)
     _dt(x.dtype)
-    dim = dim % max(x.dim(), 1)
+    dim = _wrap_dim(dim, x.dim(), "log_softmax" if log else "softmax")
     if x.dim() == 0:
         return softmax_rows(x.reshape(1), log, x.dtype).reshape(())
     if dim != x.dim() - 1:
@@ -592,7 +619,11 @@ def sum_dims(x: torch.Tensor, dims, keepdim: bool = False, dtype: Optional[torch
         dims = list(range(nd))
     elif isinstance(dims, int):
         dims = [dims]
-    dims = sorted({d % max(nd, 1) for d in dims}) if nd else []
+    op = "mean" if mean else "sum"
+    wrapped = [_wrap_dim(d, nd, op) for d in dims]
+    if len(set(wrapped)) != len(wrapped):
+        raise ValueError(f"samebits {op}: dims {list(dims)} name a dim more than once")
+    dims = sorted(wrapped) if nd else []
     keep = [d for d in range(nd) if d not in dims]
     xp = x.permute(*keep, *dims) if nd else x
     kept_shape = [x.shape[d] for d in keep]

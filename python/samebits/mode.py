@@ -33,7 +33,9 @@ grad mode) raises NotImplementedError rather than silently running a
 batch-variant kernel. One that needs no gradient runs PyTorch's kernel:
 silently for integer arguments (exact, so batch-independent), with a
 warning once per op for floating-point ones (float64 matmuls, SDPA with a
-mask, ...), or raising NotImplementedError under strict=True.
+mask, ...), or raising NotImplementedError under strict=True. Arguments
+PyTorch itself rejects (a dim out of range or named twice) get PyTorch's own
+error, strict or not.
 
 Toggling the mode does not invalidate code torch.compile already compiled:
 call torch._dynamo.reset() after switching it if compiled functions must see
@@ -73,6 +75,17 @@ class _NotRouted(Exception):
 def _need(cond: bool) -> None:
     if not cond:
         raise _NotRouted
+
+
+class _Invalid(Exception):
+    """Raised by a router for arguments PyTorch itself rejects (a dim out of
+    range, a dim named twice): PyTorch's kernel runs and raises its own
+    error, with no fallback warning, under strict=True too."""
+
+
+def _valid(cond: bool) -> None:
+    if not cond:
+        raise _Invalid
 
 
 # ---------------------------------------------------------------------------
@@ -123,6 +136,7 @@ def _softmax_router(log: bool):
     def route(x, dim, half_to_float):
         _floats(x)
         out_dtype = torch.float32 if half_to_float else x.dtype
+        _valid(-max(x.dim(), 1) <= dim < max(x.dim(), 1))
         if x.dim() == 0:
             return _D.softmax_rows(x.reshape(1), log, out_dtype).reshape(())
         d = dim % x.dim()
@@ -137,6 +151,9 @@ def _reduce_router(mean: bool):
     def route(x, dim, keepdim=False, *, dtype=None):
         _floats(x)
         _need(dtype is None or dtype in _F)
+        if dim is not None:
+            n = max(x.dim(), 1)
+            _valid(all(-n <= d < n for d in dim) and len({d % n for d in dim}) == len(dim))
         return _D.sum_dims(x, None if dim is None else list(dim), keepdim, dtype, mean=mean)
 
     return route
@@ -200,6 +217,9 @@ def _make_kernel(name: str, router: Callable, original, autograd_key: bool):
             return router(*args, **kwargs)
         except _NotRouted:
             pass
+        except _Invalid:
+            if original is not None:
+                return original.call_boxed(keyset, *args, **kwargs)  # raises PyTorch's own error
         if autograd_key and _needs_grad(args, kwargs):
             raise NotImplementedError(
                 f"samebits batch-invariant mode: aten::{name} with these arguments has no samebits "

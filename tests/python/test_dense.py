@@ -249,6 +249,46 @@ def test_clear_errors():
         D.softmax(torch.ones(3, dtype=torch.float64))
     with pytest.raises(ValueError, match="do not match"):
         D.matmul(torch.ones(2, 3), torch.ones(4, 2))
+    x = torch.ones(4, 8)
+    with pytest.raises(IndexError, match="log_softmax: dim 5 is out of range for a 2-D tensor"):
+        D.log_softmax(x, 5)
+    with pytest.raises(IndexError, match="sum: dim -3 is out of range"):
+        D.sum(x, -3)
+    with pytest.raises(ValueError, match="mean: dims .* more than once"):
+        D.mean(x, [1, -1])
+    with pytest.raises(TypeError, match="softmax: dim must be an int"):
+        D.softmax(x, 1.0)
+    with pytest.raises(ValueError, match="add_rms_norm: residual of shape \\(4, 7\\) does not broadcast"):
+        D.add_rms_norm(x, torch.ones(4, 7))
+    with pytest.raises(ValueError, match="bias of shape \\(5,\\) does not broadcast to the output's shape \\(4, 2\\)"):
+        D.addmm(torch.ones(5), x, torch.ones(8, 2))
+    with pytest.raises(ValueError, match="bias of shape \\(3, 1, 2\\) does not broadcast"):
+        D.addmm(torch.ones(3, 1, 2), torch.ones(2, 4, 8), torch.ones(2, 8, 2))
+
+
+def test_gemm_bias_broadcasts_in_every_dim():
+    # A bias that broadcasts in any dim (a batched one included) gives the
+    # bits of the same bias materialized at the output's shape.
+    g = torch.Generator().manual_seed(3)
+    a, b = torch.randn(2, 3, 40, generator=g), torch.randn(2, 40, 5, generator=g)
+    for shape in ((), (5,), (3, 1), (1, 1, 1), (2, 3, 1), (2, 1, 5), (1, 3, 5), (2, 3, 5)):
+        bias = torch.randn(shape, generator=g)
+        got = D.addmm(bias, a, b, beta=0.5)
+        assert torch.equal(got, D.addmm(bias.expand(2, 3, 5).contiguous(), a, b, beta=0.5)), shape
+
+
+def test_mode_leaves_invalid_dims_to_pytorch():
+    # Under the mode a dim PyTorch rejects gets PyTorch's own error (no
+    # fallback warning, strict or not), not a reduction over another dim.
+    import warnings
+
+    x = torch.randn(4, 8, requires_grad=True)
+    for strict in (False, True):
+        with Mode.set_batch_invariant_mode(devices=("cpu",), strict=strict), warnings.catch_warnings():
+            warnings.simplefilter("error")
+            for call in (lambda: torch.sum(x, 5), lambda: x.mean(-3), lambda: torch.ops.aten._softmax(x, 2, False)):
+                with pytest.raises(IndexError, match="out of range"):
+                    call()
 
 
 def test_mode_fallback_warns_and_strict_raises():
