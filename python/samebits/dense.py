@@ -160,6 +160,14 @@ def _row_stride(t: torch.Tensor) -> int:
     return t.stride(0) if t.size(0) > 1 else t.size(1)
 
 
+def _same_device(op: str, x: torch.Tensor, **others) -> None:
+    """Every tensor of `others` (None: absent) on x's device, else an error
+    naming it: a kernel must never be handed another device's memory."""
+    for name, t in others.items():
+        if t is not None and t.device != x.device:
+            raise ValueError(f"samebits {op}: {name} is on {t.device} but the input is on {x.device}")
+
+
 def _cuda_guard(t: torch.Tensor):
     return _cuda.guard(t.device)
 
@@ -187,6 +195,7 @@ def _gemm_impl(a, b, bias, alpha, beta):
     n = b3.size(-1)
     b3, layout, b_rs = _b_operand(b3)
     out = torch.empty((bs, m, n), dtype=a.dtype, device=a.device)
+    _same_device("gemm", a, bias=bias)
     out_shape = (bs, m, n) if batched else (m, n)
     if bias is not None:
         try:
@@ -286,6 +295,9 @@ def addmm(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor, beta: float = 1.
 
 def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] = None) -> torch.Tensor:
     """x @ weight.T + bias, x of shape (..., in_features)."""
+    if weight.dim() != 2:
+        raise ValueError(f"samebits linear: weight must be 2-D (out_features, in_features), got shape "
+                         f"{tuple(weight.shape)}")
     lead = x.shape[:-1]
     x2 = x.reshape(-1, x.shape[-1])
     _check_gemm(x2, weight.t())
@@ -312,6 +324,10 @@ def _rmsnorm_fwd_impl(x, residual, weight, eps):
     shape = x.shape
     x2 = _rows2d(x)
     rows, cols = x2.shape
+    op = "add_rms_norm" if residual is not None else "rms_norm"
+    _same_device(op, x, residual=residual, weight=weight)
+    if weight is not None and tuple(weight.shape) != (cols,):
+        raise ValueError(f"samebits {op}: weight must have shape ({cols},), got {tuple(weight.shape)}")
     y_dtype = x.dtype  # like torch.rms_norm: the output has the input's dtype
     y = torch.empty((rows, cols), dtype=y_dtype, device=x.device)
     rstd = torch.empty((rows,), dtype=torch.float32, device=x.device)
@@ -370,6 +386,7 @@ def _rms_norm_bwd_op(
     dy: torch.Tensor, h: torch.Tensor, weight: Optional[torch.Tensor], rstd: torch.Tensor, need_dw: bool
 ) -> tuple[torch.Tensor, torch.Tensor]:
     shape = h.shape
+    _same_device("rms_norm backward", h, dy=dy, weight=weight, rstd=rstd)
     x2, dy2 = _rows2d(h), _rows2d(dy.to(h.dtype))
     rows, cols = x2.shape
     rstd = rstd.contiguous().to(torch.float32)

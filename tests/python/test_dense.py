@@ -264,6 +264,18 @@ def test_clear_errors():
         D.addmm(torch.ones(5), x, torch.ones(8, 2))
     with pytest.raises(ValueError, match="bias of shape \\(3, 1, 2\\) does not broadcast"):
         D.addmm(torch.ones(3, 1, 2), torch.ones(2, 4, 8), torch.ones(2, 8, 2))
+    with pytest.raises(ValueError, match="add_rms_norm: weight must have shape \\(8,\\), got \\(7,\\)"):
+        D.add_rms_norm(x, x, torch.ones(7))
+    with pytest.raises(ValueError, match="linear: weight must be 2-D"):
+        D.linear(x, torch.ones(2, 5, 8))
+    # another device's memory never reaches a kernel (meta: a device without memory)
+    meta = torch.ones(8, device="meta")
+    with pytest.raises(ValueError, match="rms_norm: weight is on meta but the input is on cpu"):
+        D.rms_norm(x, meta)
+    with pytest.raises(ValueError, match="add_rms_norm: residual is on meta"):
+        D.add_rms_norm(x, torch.ones(4, 8, device="meta"))
+    with pytest.raises(ValueError, match="gemm: bias is on meta"):
+        D.addmm(torch.ones(4, 2, device="meta"), x, torch.ones(8, 2))
 
 
 def test_gemm_bias_broadcasts_in_every_dim():
