@@ -195,7 +195,7 @@ def _gemm_impl(a, b, bias, alpha, beta):
     n = b3.size(-1)
     b3, layout, b_rs = _b_operand(b3)
     out = torch.empty((bs, m, n), dtype=a.dtype, device=a.device)
-    _same_device("gemm", a, bias=bias)
+    _same_device("gemm", a, b=b, bias=bias)
     out_shape = (bs, m, n) if batched else (m, n)
     if bias is not None:
         try:
@@ -511,6 +511,7 @@ def _(x, log, out_dtype):
 @torch.library.custom_op("samebits::softmax_backward", mutates_args=())
 def _softmax_bwd_op(y: torch.Tensor, dy: torch.Tensor, log: bool, dx_dtype: torch.dtype) -> torch.Tensor:
     shape = y.shape
+    _same_device("softmax backward", y, dy=dy)
     y2, dy2 = _rows2d(y), _rows2d(dy.to(y.dtype))
     rows, cols = y2.shape
     dx = torch.empty((rows, cols), dtype=dx_dtype, device=y.device)

@@ -276,6 +276,8 @@ def test_clear_errors():
         D.add_rms_norm(x, torch.ones(4, 8, device="meta"))
     with pytest.raises(ValueError, match="gemm: bias is on meta"):
         D.addmm(torch.ones(4, 2, device="meta"), x, torch.ones(8, 2))
+    with pytest.raises(ValueError, match="gemm: b is on meta"):
+        D.gemm(x, torch.ones(8, 2, device="meta"), None, 1.0, 0.0)  # the op body, as the mode calls it
 
 
 def test_gemm_bias_broadcasts_in_every_dim():
