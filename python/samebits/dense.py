@@ -186,6 +186,9 @@ def _b_operand(b: torch.Tensor):
 
 
 def _gemm_impl(a, b, bias, alpha, beta):
+    _check_gemm(a, b)  # also here: the mode and torch.ops.samebits.gemm reach this body directly
+    if bias is not None:
+        _dt(bias.dtype)
     batched = a.dim() == 3
     a3 = a if batched else a.unsqueeze(0)
     b3 = b if batched else b.unsqueeze(0)
@@ -314,7 +317,7 @@ def _check_gemm(a, b):
         raise TypeError(f"samebits gemm: a is {a.dtype} but b is {b.dtype}")
     _dt(a.dtype)
     if a.device != b.device:
-        raise ValueError("samebits gemm: a and b are on different devices")
+        raise ValueError(f"samebits gemm: b is on {b.device} but a is on {a.device}")
 
 
 # ----------------------------------------------------------------------------

@@ -79,8 +79,10 @@ def _need(cond: bool) -> None:
 
 class _Invalid(Exception):
     """Raised by a router for arguments PyTorch itself rejects (a dim out of
-    range, a dim named twice): PyTorch's kernel runs and raises its own
-    error, with no fallback warning, under strict=True too."""
+    range or named twice, operands whose shapes or dtypes do not match):
+    PyTorch's kernel runs and raises its own error, with no fallback warning,
+    under strict=True too. Never a samebits kernel on operands that do not
+    fit: it would read past them."""
 
 
 def _valid(cond: bool) -> None:
@@ -93,18 +95,26 @@ def _valid(cond: bool) -> None:
 # ---------------------------------------------------------------------------
 def _floats(*ts) -> None:
     _need(all(isinstance(t, torch.Tensor) and t.dtype in _F for t in ts))
-    _need(len({t.dtype for t in ts}) == 1)
+    _valid(len({t.dtype for t in ts}) == 1)  # mixed dtypes: PyTorch's error
+
+
+def _matching(a, b, batched: bool) -> None:
+    """mm / bmm operands as PyTorch takes them: one dtype, the inner dims
+    equal (and the batch, for bmm); anything else is PyTorch's error."""
+    _valid(a.dtype == b.dtype and a.shape[-1] == b.shape[-2] and (not batched or a.shape[0] == b.shape[0]))
 
 
 def _mm(a, b):
     _floats(a, b)
     _need(a.dim() == 2 and b.dim() == 2)
+    _matching(a, b, False)
     return _D.gemm(a, b, None, 1.0, 0.0)
 
 
 def _bmm(a, b):
     _floats(a, b)
     _need(a.dim() == 3 and b.dim() == 3)
+    _matching(a, b, True)
     return _D.gemm(a, b, None, 1.0, 0.0)
 
 
@@ -112,12 +122,13 @@ def _addmm(bias, a, b, *, beta=1, alpha=1):
     _floats(a, b)
     _need(a.dim() == 2 and b.dim() == 2 and isinstance(bias, torch.Tensor) and bias.dim() <= 2)
     _need(not isinstance(beta, complex) and not isinstance(alpha, complex))
+    _matching(a, b, False)
     m, n = a.shape[0], b.shape[1]
     try:
         torch.broadcast_shapes(bias.shape, (m, n))
     except RuntimeError:
-        raise _NotRouted from None
-    _need(bias.dtype in _F)
+        raise _Invalid from None
+    _valid(bias.dtype == a.dtype)
     if beta == 0:  # torch ignores the input entirely (NaN included)
         return _D.gemm(a, b, None, float(alpha), 0.0)
     return _D.gemm(a, b, bias, float(alpha), float(beta))
@@ -125,8 +136,10 @@ def _addmm(bias, a, b, *, beta=1, alpha=1):
 
 def _linear(x, weight, bias=None):
     _floats(x, weight)
-    _need(weight.dim() == 2 and x.dim() >= 1 and x.shape[-1] == weight.shape[1])
-    _need(bias is None or (bias.dtype in _F and bias.dim() <= 1))
+    _need(weight.dim() == 2 and x.dim() >= 1)
+    _valid(x.shape[-1] == weight.shape[1])
+    _need(bias is None or bias.dim() <= 1)
+    _valid(bias is None or (bias.dtype == x.dtype and (bias.dim() == 0 or bias.shape[0] in (1, weight.shape[0]))))
     lead = x.shape[:-1]
     out = _D.gemm(x.reshape(-1, x.shape[-1]), weight.t(), bias, 1.0, 1.0)
     return out.reshape(*lead, weight.shape[0])
@@ -162,8 +175,10 @@ def _reduce_router(mean: bool):
 def _rms_norm(x, normalized_shape, weight=None, eps=None):
     _floats(x)
     nd = len(normalized_shape)
-    _need(nd >= 1 and tuple(x.shape[-nd:]) == tuple(normalized_shape))
-    _need(weight is None or (weight.dtype in _F and tuple(weight.shape) == tuple(normalized_shape)))
+    _need(nd >= 1)
+    _valid(tuple(x.shape[-nd:]) == tuple(normalized_shape) and x.dim() >= nd)
+    _valid(weight is None or tuple(weight.shape) == tuple(normalized_shape))
+    _need(weight is None or weight.dtype in _F)
     if eps is None:
         eps = torch.finfo(x.dtype).eps
     if nd > 1:

@@ -291,18 +291,39 @@ def test_gemm_bias_broadcasts_in_every_dim():
         assert torch.equal(got, D.addmm(bias.expand(2, 3, 5).contiguous(), a, b, beta=0.5)), shape
 
 
-def test_mode_leaves_invalid_dims_to_pytorch():
-    # Under the mode a dim PyTorch rejects gets PyTorch's own error (no
-    # fallback warning, strict or not), not a reduction over another dim.
+def test_mode_leaves_invalid_arguments_to_pytorch():
+    # Under the mode, arguments PyTorch rejects get PyTorch's own error (no
+    # fallback warning, strict or not), never a samebits kernel on operands
+    # that do not fit (it would read past them) nor a reduction over another
+    # dim. The valid calls beside them still run samebits' kernels.
     import warnings
 
     x = torch.randn(4, 8, requires_grad=True)
+    f32, bf16 = torch.float32, torch.bfloat16
+    bad = [
+        (IndexError, lambda: torch.sum(x, 5)),
+        (IndexError, lambda: x.mean(-3)),
+        (IndexError, lambda: torch.ops.aten._softmax(x, 2, False)),
+        (RuntimeError, lambda: torch.sum(x, (1, -1))),
+        (RuntimeError, lambda: torch.mm(torch.randn(3, 4), torch.randn(5, 2))),
+        (RuntimeError, lambda: torch.mm(torch.randn(3, 4), torch.randn(4, 2, dtype=bf16))),
+        (RuntimeError, lambda: torch.bmm(torch.randn(3, 3, 4), torch.randn(2, 4, 5))),
+        (RuntimeError, lambda: torch.bmm(torch.randn(2, 3, 4), torch.randn(2, 5, 5))),
+        (RuntimeError, lambda: torch.addmm(torch.randn(5), torch.randn(3, 4), torch.randn(4, 2))),
+        (RuntimeError, lambda: torch.addmm(torch.randn(3, 2, dtype=bf16), torch.randn(3, 4), torch.randn(4, 2))),
+        (RuntimeError, lambda: F.linear(torch.randn(3, 4), torch.randn(2, 5))),
+        (RuntimeError, lambda: F.linear(torch.randn(3, 4), torch.randn(2, 4), torch.randn(3))),
+        (RuntimeError, lambda: torch.rms_norm(torch.randn(3, 4), [5])),
+        (RuntimeError, lambda: torch.rms_norm(torch.randn(3, 4), [4], torch.randn(5))),
+    ]
     for strict in (False, True):
         with Mode.set_batch_invariant_mode(devices=("cpu",), strict=strict), warnings.catch_warnings():
             warnings.simplefilter("error")
-            for call in (lambda: torch.sum(x, 5), lambda: x.mean(-3), lambda: torch.ops.aten._softmax(x, 2, False)):
-                with pytest.raises(IndexError, match="out of range"):
+            for i, (err, call) in enumerate(bad):
+                with pytest.raises(err):
                     call()
+            a, b = torch.randn(3, 4, dtype=f32), torch.randn(4, 2, dtype=f32)
+            assert torch.equal(torch.mm(a, b), D.matmul(a, b))
 
 
 def test_mode_fallback_warns_and_strict_raises():
