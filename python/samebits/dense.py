@@ -187,6 +187,7 @@ def _b_operand(b: torch.Tensor):
 
 def _gemm_impl(a, b, bias, alpha, beta):
     _check_gemm(a, b)  # also here: the mode and torch.ops.samebits.gemm reach this body directly
+    _same_device("gemm", a, bias=bias)
     if bias is not None:
         _dt(bias.dtype)
     batched = a.dim() == 3
@@ -198,7 +199,6 @@ def _gemm_impl(a, b, bias, alpha, beta):
     n = b3.size(-1)
     b3, layout, b_rs = _b_operand(b3)
     out = torch.empty((bs, m, n), dtype=a.dtype, device=a.device)
-    _same_device("gemm", a, b=b, bias=bias)
     out_shape = (bs, m, n) if batched else (m, n)
     if bias is not None:
         try:

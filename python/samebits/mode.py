@@ -34,8 +34,9 @@ batch-variant kernel. One that needs no gradient runs PyTorch's kernel:
 silently for integer arguments (exact, so batch-independent), with a
 warning once per op for floating-point ones (float64 matmuls, SDPA with a
 mask, ...), or raising NotImplementedError under strict=True. Arguments
-PyTorch itself rejects (a dim out of range or named twice) get PyTorch's own
-error, strict or not.
+PyTorch itself rejects (a dim out of range or named twice, operands whose
+shapes or dtypes do not match) get PyTorch's own error, strict or not: no
+samebits kernel ever sees them.
 
 Toggling the mode does not invalidate code torch.compile already compiled:
 call torch._dynamo.reset() after switching it if compiled functions must see
