@@ -160,6 +160,14 @@ def _row_stride(t: torch.Tensor) -> int:
     return t.stride(0) if t.size(0) > 1 else t.size(1)
 
 
+def _broadcasts_to(t: torch.Tensor, shape) -> bool:
+    """Whether t broadcasts to exactly `shape` (no dim of t larger or extra)."""
+    try:
+        return torch.broadcast_shapes(t.shape, shape) == torch.Size(shape)
+    except RuntimeError:
+        return False
+
+
 def _same_device(op: str, x: torch.Tensor, **others) -> None:
     """Every tensor of `others` (None: absent) on x's device, else an error
     naming it: a kernel must never be handed another device's memory."""
@@ -186,7 +194,7 @@ def _b_operand(b: torch.Tensor):
 
 
 def _gemm_impl(a, b, bias, alpha, beta):
-    _check_gemm(a, b)  # also here: the mode and torch.ops.samebits.gemm reach this body directly
+    _check_gemm(a, b)  # here and in the fake: every caller (the wrappers, the mode, torch.ops) passes one
     _same_device("gemm", a, bias=bias)
     if bias is not None:
         _dt(bias.dtype)
@@ -200,14 +208,9 @@ def _gemm_impl(a, b, bias, alpha, beta):
     b3, layout, b_rs = _b_operand(b3)
     out = torch.empty((bs, m, n), dtype=a.dtype, device=a.device)
     out_shape = (bs, m, n) if batched else (m, n)
-    if bias is not None:
-        try:
-            fits = torch.broadcast_shapes(bias.shape, out_shape) == torch.Size(out_shape)
-        except RuntimeError:
-            fits = False
-        if not fits:
-            raise ValueError(f"samebits gemm: bias of shape {tuple(bias.shape)} does not broadcast to the "
-                             f"output's shape {out_shape}")
+    if bias is not None and not _broadcasts_to(bias, out_shape):
+        raise ValueError(f"samebits gemm: bias of shape {tuple(bias.shape)} does not broadcast to the "
+                         f"output's shape {out_shape}")
     p = SbGemmParams()
     p.dtype = p.bias_dtype = _dt(a.dtype)
     p.out_dtype = _dt(out.dtype)
@@ -240,6 +243,7 @@ def _gemm_op(
 
 @_gemm_op.register_fake
 def _(a, b, bias, alpha, beta):
+    _check_gemm(a, b)
     return a.new_empty((*a.shape[:-1], b.shape[-1]))
 
 
@@ -286,13 +290,11 @@ gemm = fast_op(_gemm_op, _gemm_setup, _gemm_backward)
 
 def matmul(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
     """a @ b for 2-D (m, k) @ (k, n) or batched 3-D (B, m, k) @ (B, k, n)."""
-    _check_gemm(a, b)
     return gemm(a, b, None, 1.0, 0.0)
 
 
 def addmm(bias: torch.Tensor, a: torch.Tensor, b: torch.Tensor, beta: float = 1.0, alpha: float = 1.0):
     """beta * bias + alpha * (a @ b), bias broadcastable to (m, n)."""
-    _check_gemm(a, b)
     return gemm(a, b, bias, alpha, beta)
 
 
@@ -303,7 +305,6 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: Optional[torch.Tensor] =
                          f"{tuple(weight.shape)}")
     lead = x.shape[:-1]
     x2 = x.reshape(-1, x.shape[-1])
-    _check_gemm(x2, weight.t())
     out = gemm(x2, weight.t(), bias, 1.0, 1.0)
     return out.reshape(*lead, weight.shape[0])
 
@@ -329,6 +330,12 @@ def _rmsnorm_fwd_impl(x, residual, weight, eps):
     rows, cols = x2.shape
     op = "add_rms_norm" if residual is not None else "rms_norm"
     _same_device(op, x, residual=residual, weight=weight)
+    if residual is not None:
+        if residual.dtype != x.dtype:
+            raise TypeError("samebits add_rms_norm: residual must have x's dtype")
+        if not _broadcasts_to(residual, shape):
+            raise ValueError(f"samebits add_rms_norm: residual of shape {tuple(residual.shape)} does not "
+                             f"broadcast to x's shape {tuple(shape)}")
     if weight is not None and tuple(weight.shape) != (cols,):
         raise ValueError(f"samebits {op}: weight must have shape ({cols},), got {tuple(weight.shape)}")
     y_dtype = x.dtype  # like torch.rms_norm: the output has the input's dtype
@@ -473,15 +480,6 @@ def rms_norm(x: torch.Tensor, weight: Optional[torch.Tensor] = None, eps: float 
 def add_rms_norm(x, residual, weight=None, eps: float = 1e-6):
     """(rms_norm(x + residual), x + residual), the sum rounded to x.dtype."""
     _dt(x.dtype)
-    if residual.dtype != x.dtype:
-        raise TypeError("samebits add_rms_norm: residual must have x's dtype")
-    try:
-        fits = torch.broadcast_shapes(residual.shape, x.shape) == x.shape
-    except RuntimeError:
-        fits = False
-    if not fits:
-        raise ValueError(f"samebits add_rms_norm: residual of shape {tuple(residual.shape)} does not broadcast "
-                         f"to x's shape {tuple(x.shape)}")
     y, h, _ = add_rms_norm_rows(x, residual, weight, float(eps))
     return y, h
 

@@ -100,9 +100,10 @@ def _floats(*ts) -> None:
 
 
 def _matching(a, b, batched: bool) -> None:
-    """mm / bmm operands as PyTorch takes them: one dtype, the inner dims
-    equal (and the batch, for bmm); anything else is PyTorch's error."""
-    _valid(a.dtype == b.dtype and a.shape[-1] == b.shape[-2] and (not batched or a.shape[0] == b.shape[0]))
+    """mm / bmm operands as PyTorch takes them (their one dtype is _floats'
+    check): the inner dims equal, and the batch for bmm; anything else is
+    PyTorch's error."""
+    _valid(a.shape[-1] == b.shape[-2] and (not batched or a.shape[0] == b.shape[0]))
 
 
 def _mm(a, b):
@@ -124,12 +125,7 @@ def _addmm(bias, a, b, *, beta=1, alpha=1):
     _need(a.dim() == 2 and b.dim() == 2 and isinstance(bias, torch.Tensor) and bias.dim() <= 2)
     _need(not isinstance(beta, complex) and not isinstance(alpha, complex))
     _matching(a, b, False)
-    m, n = a.shape[0], b.shape[1]
-    try:
-        torch.broadcast_shapes(bias.shape, (m, n))
-    except RuntimeError:
-        raise _Invalid from None
-    _valid(bias.dtype == a.dtype)
+    _valid(_D._broadcasts_to(bias, (a.shape[0], b.shape[1])) and bias.dtype == a.dtype)
     if beta == 0:  # torch ignores the input entirely (NaN included)
         return _D.gemm(a, b, None, float(alpha), 0.0)
     return _D.gemm(a, b, bias, float(alpha), float(beta))

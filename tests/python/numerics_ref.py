@@ -16,9 +16,10 @@ import torch
 
 import samebits
 from conftest import visible
+from samebits.dense import RMSNORM_DW_CHUNK
 
 
-def rmsnorm_dw_in_order(x, dy, rstd, w_dtype, chunk: int = 32) -> torch.Tensor:
+def rmsnorm_dw_in_order(x, dy, rstd, w_dtype, chunk: int = RMSNORM_DW_CHUNK) -> torch.Tensor:
     """RMSNorm's weight gradient by the documented order (docs/numerics_dense.md,
     "RMSNorm bwd dw"), one rounded fp32 operation at a time on the CPU: dy in
     x's dtype (as the op converts it), xh = x * rstd, each term dy * xh; rows in
